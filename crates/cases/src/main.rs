@@ -1,0 +1,3 @@
+//! `ferrovs-cases`: replays OVS case files.
+
+fn main() {}
