@@ -62,6 +62,15 @@ impl Match {
         self.set_masked(field, 0, 0);
     }
 
+    /// Checks the OpenFlow prerequisites of every field this match constrains (for example
+    /// `tp_src` needs `ip` or `ipv6` and `nw_proto` in {6, 17, 132}), the way OVS's
+    /// `match_validate` does.
+    ///
+    /// Stub until the ovs-ofctl syntax lands: accepts everything.
+    pub fn check_prerequisites(&self) -> Result<(), crate::Error> {
+        Ok(())
+    }
+
     /// True if `key` satisfies this match.
     #[inline]
     pub fn matches(&self, key: &FlowKey) -> bool {

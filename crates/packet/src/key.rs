@@ -217,6 +217,16 @@ impl FlowKey {
         }
     }
 
+    /// The bits that belong to some field (registers included). A mask with a bit outside
+    /// this set is malformed.
+    pub fn valid_bits() -> FlowKey {
+        let mut k = FlowKey::default();
+        for f in fields::ALL.iter().chain(fields::REGS.iter()) {
+            k.set(*f, u128::MAX);
+        }
+        k
+    }
+
     /// True if no bit is set.
     pub fn is_zero(&self) -> bool {
         self.words.iter().all(|w| *w == 0)
