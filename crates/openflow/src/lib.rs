@@ -3,7 +3,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod action;
+pub mod field;
 pub mod flow_match;
+pub mod ofctl;
+pub mod subfield;
 
 pub use flow_match::Match;
 
