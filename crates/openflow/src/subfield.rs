@@ -52,7 +52,7 @@ impl Subfield {
             .ok_or_else(|| Error::Parse(format!("{name}: unknown field `{name}'")))?;
         let (ofs, n_bits) = match range {
             None => (0, field.n_bits),
-            Some(r) if r.is_empty() => (0, field.n_bits),
+            Some("") => (0, field.n_bits),
             Some(r) => {
                 let num = |t: &str| {
                     t.trim()

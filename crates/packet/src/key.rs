@@ -310,6 +310,7 @@ macro_rules! key_fields {
             /// Registers `reg0` to `reg31` (32 bits each). `xregN` is the whole word holding
             /// `reg(2N)` (high half) and `reg(2N+1)` (low half); `xxregN` is `xreg(2N)`
             /// followed by `xreg(2N+1)`.
+            #[allow(clippy::cast_possible_truncation)] // Word indices are below 64.
             pub const REGS: [KeyField; 32] = {
                 let mut r = [KeyField { name: "reg", word: 0, shift: 0, width: 32 }; 32];
                 let names = [
@@ -331,6 +332,7 @@ macro_rules! key_fields {
                 r
             };
             /// `xreg0` to `xreg15` (64 bits each).
+            #[allow(clippy::cast_possible_truncation)] // Word indices are below 64.
             pub const XREGS: [KeyField; 16] = {
                 let mut r = [KeyField { name: "xreg", word: 0, shift: 0, width: 64 }; 16];
                 let names = [
@@ -345,6 +347,7 @@ macro_rules! key_fields {
                 r
             };
             /// `xxreg0` to `xxreg7` (128 bits each).
+            #[allow(clippy::cast_possible_truncation)] // Word indices are below 64.
             pub const XXREGS: [KeyField; 8] = {
                 let mut r = [KeyField { name: "xxreg", word: 0, shift: 0, width: 128 }; 8];
                 let names = ["xxreg0", "xxreg1", "xxreg2", "xxreg3", "xxreg4", "xxreg5", "xxreg6", "xxreg7"];
