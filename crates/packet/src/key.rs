@@ -494,6 +494,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::needless_range_loop)]
     fn fields_do_not_overlap() {
         let mut owner: Vec<[Option<&str>; 64]> = vec![[None; 64]; KEY_WORDS];
         let mut all: Vec<KeyField> = fields::ALL.to_vec();
