@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what building and testing ferrovs needs on a fresh Debian 12 machine (as root):
+# Debian packages, a Rust toolchain (rustup) when cargo is missing, the nightly toolchain
+# (rustfmt's options and cargo-fuzz need it) and cargo-fuzz. Sourced by demo.sh and test.sh;
+# safe to run again (it only installs what is missing).
+set -euo pipefail
+
+say() { printf '\n==> %s\n' "$*"; }
+
+need_apt=()
+for cmd_pkg in cc:build-essential pkg-config:pkg-config python3:python3 curl:curl git:git; do
+    cmd=${cmd_pkg%%:*} pkg=${cmd_pkg##*:}
+    command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if ((${#need_apt[@]})); then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: missing ${need_apt[*]}; run as root (or install them) first" >&2
+        exit 1
+    fi
+    say "apt-get install ${need_apt[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_apt[@]}"
+fi
+
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null 2>&1; then
+    say "installing the Rust toolchain with rustup"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal \
+        --component rustfmt,clippy
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+# Nightly: rustfmt.toml uses unstable options, and cargo-fuzz needs it. Without it the test
+# command says so loudly and goes on with what stable can do.
+FERROVS_NIGHTLY=0
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    FERROVS_NIGHTLY=1
+elif rustup toolchain install nightly --profile minimal --component rustfmt >/dev/null 2>&1; then
+    FERROVS_NIGHTLY=1
+fi
+if [ "$FERROVS_NIGHTLY" = 1 ] && ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rustfmt'; then
+    rustup component add --toolchain nightly rustfmt >/dev/null 2>&1 || true
+fi
+export FERROVS_NIGHTLY
