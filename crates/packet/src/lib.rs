@@ -11,3 +11,4 @@ pub mod key;
 
 pub use extract::{extract, ExtractInfo, ParseStop, StopReason};
 pub use key::{FlowKey, KeyField, KEY_WORDS};
+pub mod wire;
