@@ -1,4 +1,182 @@
-//! Priority lookup over masked rules (tuple-space search) with wildcard tracking.
+//! The classifier: priority lookup over masked rules, with wildcard tracking, prefix tries
+//! and versioned updates (the analogue of OVS's `lib/classifier.c`).
+//!
+//! # What it does
+//!
+//! A rule is an [`openflow::Match`] (a value/mask pair over a [`FlowKey`]), a priority, a
+//! cookie, a payload `T` (for the pipeline, its actions) and a [`RuleStats`] handle. A
+//! lookup of a packet's key returns the matching rule with the highest priority. Among
+//! matching rules of equal priority the earliest inserted wins (OVS leaves this undefined;
+//! we fix it so that [`naive`] and the proptests can compare exactly). A rule is identified
+//! by its match and priority, as in OpenFlow: inserting a rule with the same match and
+//! priority replaces it in place (same insertion order, fresh counters), and `modify`
+//! changes only its payload (same order, cookie and counters).
+//!
+//! # How
+//!
+//! **Tuple-space search.** Rules with the same mask share a subtable, a hash table keyed by
+//! the masked value. The hash covers only the mask's non-zero words, precomputed per mask
+//! like OVS's miniflow maps. Subtables are sorted by their highest priority, and a lookup
+//! stops as soon as no remaining subtable can hold a better rule.
+//!
+//! **Wildcard tracking.** With `Some(wc)`, a lookup ORs into `wc` every key bit it needed.
+//! The contract (checked by proptest): *every packet that agrees with the looked-up packet
+//! on the bits of `wc` gets the same rule.* A hit in a subtable consults its whole mask. A
+//! miss is explained as cheaply as the structures allow:
+//!
+//! - **staged lookup**: every subtable indexes the hashes of its masked value's stage prefixes
+//!   (metadata, then L2, L3, L4, [`packet::key::STAGES`]), so a packet whose metadata no rule of
+//!   the subtable has consults only the subtable's metadata bits;
+//! - **prefix tries** (`trie.rs`) over the configured prefix fields (OVS `prefixes`; by default
+//!   `nw_dst` and `nw_src`; IPv6 addresses too): a subtable whose prefix length on the field no
+//!   rule prefix of the packet's address has is skipped, and only the address bits the trie walk
+//!   needed are consulted, not the subtable's whole prefix.
+//!
+//! Subtables skipped because of priority consult nothing.
+//!
+//! **Versioned updates** (the left-right pattern, in safe Rust on [`arc_swap`]). Two
+//! versions of the rule set exist; readers look up in the published one without locks. A
+//! [`Batch`] is applied to the other one, then published by a pointer swap: a reader sees
+//! all of a batch or none of it. Before the next commit the writer waits until no reader
+//! still uses the old version (at most one lookup or [`Snapshot`]) and replays the batch on
+//! it. Rules are shared by both versions (`Arc<Rule<T>>`).
+//!
+//! # Invariants
+//!
+//! - A mask has no bit outside [`FlowKey::valid_bits`], and a rule's match passes
+//!   [`Match::check_prerequisites`](openflow::Match::check_prerequisites); a batch that breaks
+//!   either, or that modifies or removes a rule that does not exist, fails as a whole with the
+//!   index of the failing operation and leaves the rules unchanged.
+//! - Both versions hold the same rules after every commit (the spare lags by the pending primitives
+//!   of exactly one batch until the next commit replays them).
+//!
+//! # Thread safety
+//!
+//! [`Classifier`] is the single writer (`&mut self`). [`Reader`] is `Clone + Send + Sync`
+//! (for `T: Send + Sync`); lookups never block. A commit waits for readers only until they
+//! leave the previous version, so readers must not hold a [`Snapshot`] for long.
+//!
+//! # Example
+//! ```
+//! use classifier::Classifier;
+//! use openflow::Match;
+//! use packet::key::{fields, FlowKey};
+//!
+//! let mut cls: Classifier<&str> = Classifier::new();
+//! let mut m = Match::catch_all();
+//! m.set_exact(fields::DL_TYPE, 0x0800);
+//! m.set_masked(fields::NW_DST, 0x0a00_0000, 0xff00_0000);
+//! cls.insert(m, 10, 0, "to-ten").unwrap();
+//! cls.insert(Match::catch_all(), 0, 0, "default").unwrap();
+//!
+//! let reader = cls.reader();
+//! let mut pkt = FlowKey::default();
+//! pkt.set_dl_type(0x0800);
+//! pkt.set_nw_dst(0xc0a8_0001);
+//! let mut wc = FlowKey::default();
+//! let rule = reader.lookup(&pkt, Some(&mut wc)).unwrap();
+//! assert_eq!(*rule.payload(), "default");
+//! // The trie needed only the first bit of nw_dst to rule 10.0.0.0/8 out.
+//! assert_eq!(wc.nw_dst(), 0x8000_0000);
+//! ```
+//!
+//! Maturity: experimental. Configuration: the prefix fields
+//! ([`Classifier::with_prefixes`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+#[cfg(any(test, feature = "test-utils"))]
+pub mod naive;
+mod rule;
+mod ruleset;
+mod subtable;
+mod trie;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+use packet::key::{FlowKey, KeyField};
+pub use rule::{Rule, RuleStats, MAX_PREFIXES};
+pub use ruleset::RuleSet;
+pub use writer::{Batch, Classifier, Op, Reader, Snapshot};
+
+/// A configured prefix field and the stage it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PrefixField {
+    pub(crate) field: KeyField,
+    pub(crate) stage: u8,
+}
+
+/// Errors of the classifier's control side.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The mask sets bits that belong to no field.
+    #[error("mask word {word} sets bits {bits:#x} that belong to no field")]
+    InvalidMask {
+        /// Index of the key word.
+        word: usize,
+        /// The offending bits.
+        bits: u64,
+    },
+    /// A field is matched without its prerequisites (e.g. `tp_dst` without `tcp`).
+    #[error(transparent)]
+    Prerequisite(openflow::Error),
+    /// `modify` or `remove` named a rule (match and priority) that does not exist.
+    #[error("no rule with this match at priority {priority}")]
+    NotFound {
+        /// The priority asked for.
+        priority: u32,
+    },
+    /// More prefix fields than the classifier tracks.
+    #[error("{n} prefix fields configured, at most {max} are supported")]
+    TooManyPrefixes {
+        /// How many were asked for.
+        n: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A prefix field cannot have a trie.
+    #[error("prefix field {field}: {why}")]
+    BadPrefixField {
+        /// The field.
+        field: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
+    /// An operation of a batch failed; nothing of the batch was applied.
+    #[error("batch operation {index}: {source}")]
+    InBatch {
+        /// Index of the failing operation in the batch.
+        index: usize,
+        /// What went wrong.
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    pub(crate) fn at(self, index: usize) -> Error {
+        Error::InBatch {
+            index,
+            source: Box::new(self),
+        }
+    }
+
+    /// The error without its batch position.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::InBatch { source, .. } => source.cause(),
+            e => e,
+        }
+    }
+}
+
+/// Compile-time check that readers can cross threads.
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<X: Send + Sync>() {}
+    is::<Reader<u32>>();
+    is::<std::sync::Arc<Rule<u32>>>();
+    let _ = FlowKey::default;
+}

@@ -1,0 +1,290 @@
+//! Rules, their statistics, and the compiled form of a mask that subtables share.
+//!
+//! A [`Rule`] is immutable once published: readers hold `Arc<Rule<T>>` handles while the
+//! writer prepares the next version. Modifying a rule's payload makes a new `Rule` that keeps
+//! the old one's identity (match, priority, insertion order) and shares its [`RuleStats`].
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use openflow::Match;
+use packet::key::{FlowKey, KeyField, KEY_WORDS, STAGES};
+
+/// Most prefix fields (tries) one classifier tracks.
+pub const MAX_PREFIXES: usize = 4;
+
+/// Per-rule packet and byte counters, credited by the datapath with relaxed atomics.
+#[derive(Debug, Default)]
+pub struct RuleStats {
+    n_packets: AtomicU64,
+    n_bytes: AtomicU64,
+}
+
+impl RuleStats {
+    /// Adds `n_packets` packets of `n_bytes` bytes in total.
+    #[inline]
+    pub fn credit(&self, n_packets: u64, n_bytes: u64) {
+        self.n_packets.fetch_add(n_packets, Ordering::Relaxed);
+        self.n_bytes.fetch_add(n_bytes, Ordering::Relaxed);
+    }
+
+    /// Packets credited so far.
+    pub fn n_packets(&self) -> u64 {
+        self.n_packets.load(Ordering::Relaxed)
+    }
+
+    /// Bytes credited so far.
+    pub fn n_bytes(&self) -> u64 {
+        self.n_bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// A mask compiled for lookup: the words it constrains, grouped by stage, and the prefix
+/// length it has on each prefix field. One `Mask` is shared by every rule with that mask and
+/// by the subtable holding them (in both versions).
+#[derive(Debug)]
+pub(crate) struct Mask {
+    /// The mask itself.
+    pub(crate) key: FlowKey,
+    /// Indices of the non-zero mask words, in key order.
+    pub(crate) idx: Box<[u8]>,
+    /// The mask words at `idx`.
+    pub(crate) bits: Box<[u64]>,
+    /// For each stage the mask touches, one past its last position in `idx`.
+    pub(crate) stage_ends: Box<[u8]>,
+    /// For each stage the mask touches, its index in [`STAGES`].
+    pub(crate) stage_ids: Box<[u8]>,
+    /// Prefix length on each configured prefix field; 0 if the field is wildcarded or its
+    /// mask is not a CIDR prefix (the trie cannot help this subtable then).
+    pub(crate) trie_plens: [u8; MAX_PREFIXES],
+}
+
+impl Mask {
+    /// Compiles `key` for the configured prefix fields.
+    pub(crate) fn compile(key: &FlowKey, prefixes: &[KeyField]) -> Mask {
+        let mut idx = Vec::new();
+        let mut bits = Vec::new();
+        let mut stage_ends = Vec::new();
+        let mut stage_ids = Vec::new();
+        for (s, stage) in STAGES.iter().enumerate() {
+            let before = idx.len();
+            for w in stage.start..stage.end {
+                if key.words[w] != 0 {
+                    idx.push(u8::try_from(w).expect("KEY_WORDS fits in u8"));
+                    bits.push(key.words[w]);
+                }
+            }
+            if idx.len() > before {
+                stage_ends.push(u8::try_from(idx.len()).expect("KEY_WORDS fits in u8"));
+                stage_ids.push(u8::try_from(s).expect("four stages"));
+            }
+        }
+        let mut trie_plens = [0u8; MAX_PREFIXES];
+        for (plen, f) in trie_plens.iter_mut().zip(prefixes) {
+            *plen = prefix_len(key, *f).unwrap_or(0);
+        }
+        Mask {
+            key: *key,
+            idx: idx.into(),
+            bits: bits.into(),
+            stage_ends: stage_ends.into(),
+            stage_ids: stage_ids.into(),
+            trie_plens,
+        }
+    }
+
+    /// ORs the mask words at positions `0..end` of `idx` into `wc`.
+    #[inline]
+    pub(crate) fn or_into(&self, wc: &mut FlowKey, end: usize) {
+        for (i, b) in self.idx[..end].iter().zip(&self.bits[..end]) {
+            wc.words[usize::from(*i)] |= *b;
+        }
+    }
+}
+
+/// The CIDR prefix length of `mask` on field `f`, or `None` if the field's mask is not a
+/// (non-empty) run of ones from its most significant bit.
+pub(crate) fn prefix_len(mask: &FlowKey, f: KeyField) -> Option<u8> {
+    let width = u32::from(f.width);
+    let m = mask.get(f) << (128 - width);
+    let ones = m.leading_ones();
+    if ones == 0 || m.trailing_zeros() + ones != 128 {
+        return None;
+    }
+    u8::try_from(ones).ok()
+}
+
+/// A rule's masked value words, stored inline when there are few (the common case: an
+/// exact 5-tuple constrains four words).
+#[derive(Clone)]
+pub(crate) enum Values {
+    Inline(u8, [u64; 5]),
+    Heap(Box<[u64]>),
+}
+
+impl Values {
+    pub(crate) fn new(value: &FlowKey, mask: &Mask) -> Values {
+        if mask.idx.len() <= 5 {
+            let mut a = [0u64; 5];
+            for (o, i) in a.iter_mut().zip(mask.idx.iter()) {
+                *o = value.words[usize::from(*i)];
+            }
+            Values::Inline(u8::try_from(mask.idx.len()).expect("at most 5"), a)
+        } else {
+            Values::Heap(
+                mask.idx
+                    .iter()
+                    .map(|i| value.words[usize::from(*i)])
+                    .collect(),
+            )
+        }
+    }
+
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        match self {
+            Values::Inline(n, a) => &a[..usize::from(*n)],
+            Values::Heap(b) => b,
+        }
+    }
+}
+
+/// The total order of rules: higher priority first, then earlier insertion first.
+pub(crate) type Rank = u128;
+
+pub(crate) fn rank(priority: u32, seq: u64) -> Rank {
+    (u128::from(priority) << 64) | u128::from(u64::MAX - seq)
+}
+
+/// One rule: a match, a priority, a cookie, a payload (the pipeline's actions) and a handle
+/// to its statistics.
+pub struct Rule<T> {
+    pub(crate) rank: Rank,
+    pub(crate) priority: u32,
+    pub(crate) seq: u64,
+    pub(crate) cookie: u64,
+    pub(crate) mask: Arc<Mask>,
+    pub(crate) values: Values,
+    pub(crate) stats: Arc<RuleStats>,
+    pub(crate) payload: T,
+}
+
+impl<T> Rule<T> {
+    /// The rule's priority: among the rules a packet matches, the highest wins.
+    pub fn priority(&self) -> u32 {
+        self.priority
+    }
+
+    /// Insertion order: among matching rules of equal priority, the lowest wins. Kept by
+    /// `modify` and by an add that replaces a rule with the same match and priority.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The controller's opaque cookie.
+    pub fn cookie(&self) -> u64 {
+        self.cookie
+    }
+
+    /// The payload (for the pipeline, the rule's actions).
+    pub fn payload(&self) -> &T {
+        &self.payload
+    }
+
+    /// The rule's counters; shared by every version of the rule that `modify` makes.
+    pub fn stats(&self) -> &Arc<RuleStats> {
+        &self.stats
+    }
+
+    /// The rule's match, rebuilt from its compressed form.
+    #[doc(alias = "match")]
+    pub fn match_(&self) -> Match {
+        Match::new(self.value_key(), self.mask.key)
+    }
+
+    /// The rule's (masked) value as a full key.
+    pub(crate) fn value_key(&self) -> FlowKey {
+        let mut k = FlowKey::default();
+        for (i, v) in self.mask.idx.iter().zip(self.values.as_slice()) {
+            k.words[usize::from(*i)] = *v;
+        }
+        k
+    }
+
+    /// True if `key` masked by this rule's mask equals the rule's value.
+    #[inline]
+    pub(crate) fn matches_masked(&self, key: &FlowKey) -> bool {
+        let m = &*self.mask;
+        self.values
+            .as_slice()
+            .iter()
+            .zip(m.idx.iter().zip(m.bits.iter()))
+            .all(|(v, (i, b))| key.words[usize::from(*i)] & b == *v)
+    }
+
+    /// True if this rule has the same match as `other` (same mask and value).
+    pub(crate) fn same_match(&self, other: &Rule<T>) -> bool {
+        Arc::ptr_eq(&self.mask, &other.mask) && self.values.as_slice() == other.values.as_slice()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Rule<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rule")
+            .field("priority", &self.priority)
+            .field("seq", &self.seq)
+            .field("cookie", &self.cookie)
+            .field("match", &self.match_())
+            .field("payload", &self.payload)
+            .finish()
+    }
+}
+
+/// Mixes one word into a running hash (FxHash step; [`finish`] spreads the bits).
+#[inline]
+pub(crate) fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// Finalizes a running hash (the MurmurHash3 64-bit finalizer).
+#[inline]
+pub(crate) fn finish(h: u64) -> u64 {
+    let h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let h = (h ^ (h >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// A `Hasher` over whole words, for maps keyed by a [`FlowKey`] on the writer's side.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        finish(self.0)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("chunks of 8"));
+            self.0 = mix(self.0, w);
+        }
+        for b in chunks.remainder() {
+            self.0 = mix(self.0, u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = mix(self.0, i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.0 = mix(self.0, i as u64);
+    }
+}
+
+/// Builds [`WordHasher`]s.
+pub(crate) type WordBuildHasher = std::hash::BuildHasherDefault<WordHasher>;
+
+const _: () = assert!(KEY_WORDS <= u8::MAX as usize);

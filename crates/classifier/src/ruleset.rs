@@ -1,0 +1,276 @@
+//! [`RuleSet`]: one version of the classifier's rules, the structure lookups run on.
+//!
+//! A rule set is a list of subtables (one per distinct mask) ordered by their highest
+//! priority, plus one prefix trie per configured prefix field. It is changed only by the
+//! writer, through primitive operations ([`Prim`]), and only while no reader can see it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use packet::key::FlowKey;
+
+use crate::rule::{Mask, Rule};
+use crate::subtable::{Subtable, TrieCtx};
+use crate::trie::{prefix_mask, Trie};
+use crate::PrefixField;
+
+/// A change the writer has resolved against the current rules; it cannot fail.
+#[derive(Debug)]
+pub(crate) enum Prim<T> {
+    Insert(Arc<Rule<T>>),
+    Remove(Arc<Rule<T>>),
+    /// Replace the rule with the same match and rank by this one.
+    Replace {
+        old: Arc<Rule<T>>,
+        new: Arc<Rule<T>>,
+    },
+}
+
+impl<T> Prim<T> {
+    pub(crate) fn inverse(&self) -> Prim<T> {
+        match self {
+            Prim::Insert(r) => Prim::Remove(r.clone()),
+            Prim::Remove(r) => Prim::Insert(r.clone()),
+            Prim::Replace { old, new } => Prim::Replace {
+                old: new.clone(),
+                new: old.clone(),
+            },
+        }
+    }
+}
+
+/// One consistent version of the rules. Readers get it through a
+/// [`Snapshot`](crate::Snapshot); see the crate documentation for the lookup contract.
+#[derive(Debug)]
+pub struct RuleSet<T> {
+    subtables: Vec<Option<Subtable<T>>>,
+    free: Vec<u32>,
+    /// Subtable index by the address of its interned mask.
+    by_mask: HashMap<usize, u32, crate::rule::WordBuildHasher>,
+    /// Non-empty subtables as (highest priority, index), highest first.
+    order: Vec<(u32, u32)>,
+    tries: Vec<Trie>,
+    prefixes: Arc<[PrefixField]>,
+    seed: u64,
+    n_rules: usize,
+}
+
+impl<T> RuleSet<T> {
+    pub(crate) fn new(prefixes: Arc<[PrefixField]>, seed: u64) -> Self {
+        RuleSet {
+            subtables: Vec::new(),
+            free: Vec::new(),
+            by_mask: HashMap::default(),
+            order: Vec::new(),
+            tries: prefixes.iter().map(|_| Trie::default()).collect(),
+            prefixes,
+            seed,
+            n_rules: 0,
+        }
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.n_rules
+    }
+
+    /// True if there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.n_rules == 0
+    }
+
+    /// Number of subtables (distinct masks).
+    pub fn n_subtables(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Every rule, in no particular order.
+    pub fn rules(&self) -> impl Iterator<Item = &Arc<Rule<T>>> {
+        self.subtables.iter().flatten().flat_map(|s| s.rules())
+    }
+
+    /// The highest-priority rule `key` matches (ties: the earliest inserted), and, if `wc`
+    /// is given, ORs into it the bits this lookup consulted. Every packet that agrees with
+    /// `key` on the bits of `wc` gets the same rule.
+    #[inline]
+    pub fn lookup(&self, key: &FlowKey, wc: Option<&mut FlowKey>) -> Option<&Arc<Rule<T>>> {
+        match wc {
+            None => self.lookup_nowc(key),
+            Some(wc) => self.lookup_wc(key, wc),
+        }
+    }
+
+    #[inline]
+    fn lookup_nowc(&self, key: &FlowKey) -> Option<&Arc<Rule<T>>> {
+        let mut best: Option<&Arc<Rule<T>>> = None;
+        for (max_prio, i) in &self.order {
+            if let Some(b) = best {
+                if *max_prio < b.priority {
+                    break;
+                }
+            }
+            let Some(st) = self.subtables[*i as usize].as_ref() else {
+                continue;
+            };
+            if let Some(r) = st.find(key, self.seed) {
+                if best.map_or(true, |b| r.rank > b.rank) {
+                    best = Some(r);
+                }
+            }
+        }
+        best
+    }
+
+    #[inline]
+    fn lookup_wc(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<Rule<T>>> {
+        let mut best: Option<&Arc<Rule<T>>> = None;
+        let mut ctx = TrieCtx {
+            prefixes: &self.prefixes,
+            tries: &self.tries,
+            done: Default::default(),
+        };
+        for (max_prio, i) in &self.order {
+            if let Some(b) = best {
+                if *max_prio < b.priority {
+                    break;
+                }
+            }
+            let Some(st) = self.subtables[*i as usize].as_ref() else {
+                continue;
+            };
+            match st.find(key, self.seed) {
+                Some(r) => {
+                    st.mask.or_into(wc, st.mask.idx.len());
+                    if best.map_or(true, |b| r.rank > b.rank) {
+                        best = Some(r);
+                    }
+                }
+                None => st.explain_miss(key, self.seed, &mut ctx, wc),
+            }
+        }
+        best
+    }
+
+    /// Finds the rule with mask `mask`, masked value words `values` and priority `priority`.
+    pub(crate) fn find_exact(
+        &self,
+        mask: &Arc<Mask>,
+        values: &[u64],
+        priority: u32,
+    ) -> Option<&Arc<Rule<T>>> {
+        let i = self.by_mask.get(&mask_id(mask))?;
+        self.subtables[*i as usize]
+            .as_ref()?
+            .find_exact(values, priority, self.seed)
+    }
+
+    /// Applies one primitive. The order of subtables is brought up to date by
+    /// [`RuleSet::finish_batch`].
+    pub(crate) fn apply(&mut self, p: &Prim<T>) {
+        match p {
+            Prim::Insert(r) => {
+                let i = self.subtable_for(&r.mask);
+                let st = self.subtables[i].as_mut().expect("just made");
+                st.insert(r.clone(), self.seed);
+                self.n_rules += 1;
+                self.trie_update(r, true);
+            }
+            Prim::Remove(r) => {
+                let Some(&i) = self.by_mask.get(&mask_id(&r.mask)) else {
+                    debug_assert!(false, "removing a rule of an unknown subtable");
+                    return;
+                };
+                let st = self.subtables[i as usize].as_mut().expect("indexed");
+                if st.remove(r, self.seed).is_none() {
+                    debug_assert!(false, "removing an unknown rule");
+                    return;
+                }
+                let empty = st.n_rules == 0;
+                self.n_rules -= 1;
+                self.trie_update(r, false);
+                if empty {
+                    self.subtables[i as usize] = None;
+                    self.by_mask.remove(&mask_id(&r.mask));
+                    self.free.push(i);
+                }
+            }
+            Prim::Replace { new, .. } => {
+                if let Some(&i) = self.by_mask.get(&mask_id(&new.mask)) {
+                    let st = self.subtables[i as usize].as_mut().expect("indexed");
+                    let old = st.replace(new.clone(), self.seed);
+                    debug_assert!(old.is_some(), "replacing an unknown rule");
+                }
+            }
+        }
+    }
+
+    /// Re-sorts the subtables by highest priority after a batch of primitives.
+    pub(crate) fn finish_batch(&mut self) {
+        self.order.clear();
+        for (i, st) in self.subtables.iter().enumerate() {
+            if let Some(st) = st {
+                let i = u32::try_from(i).expect("fewer than 4G subtables");
+                self.order.push((st.max_priority(), i));
+            }
+        }
+        // Stable on the index, so both versions order equal-priority subtables alike.
+        self.order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    }
+
+    fn subtable_for(&mut self, mask: &Arc<Mask>) -> usize {
+        let id = mask_id(mask);
+        if let Some(i) = self.by_mask.get(&id) {
+            return *i as usize;
+        }
+        let st = Some(Subtable::new(mask.clone()));
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.subtables[i as usize] = st;
+                i
+            }
+            None => {
+                self.subtables.push(st);
+                u32::try_from(self.subtables.len() - 1).expect("fewer than 4G subtables")
+            }
+        };
+        self.by_mask.insert(id, i);
+        i as usize
+    }
+
+    fn trie_update(&mut self, r: &Rule<T>, add: bool) {
+        let plens = r.mask.trie_plens;
+        if plens.iter().all(|p| *p == 0) {
+            return;
+        }
+        let value = r.value_key();
+        for (t, pf) in self.prefixes.iter().enumerate() {
+            let plen = plens[t];
+            if plen == 0 {
+                continue;
+            }
+            let bits =
+                (value.get(pf.field) << (128 - u32::from(pf.field.width))) & prefix_mask(plen);
+            if add {
+                self.tries[t].insert(bits, plen);
+            } else {
+                let found = self.tries[t].remove(bits, plen);
+                debug_assert!(found, "trie out of sync");
+            }
+        }
+    }
+
+    /// Approximate bytes held by this version's own structures (hash tables, indices,
+    /// tries), not counting the rules, which both versions share.
+    pub fn heap_bytes(&self) -> usize {
+        let mut n = self.subtables.capacity() * std::mem::size_of::<Option<Subtable<T>>>();
+        n += self.order.capacity() * 8 + self.by_mask.capacity() * 16;
+        for st in self.subtables.iter().flatten() {
+            n += st.heap_bytes();
+        }
+        n + self.tries.iter().map(Trie::heap_bytes).sum::<usize>()
+    }
+}
+
+fn mask_id(m: &Arc<Mask>) -> usize {
+    Arc::as_ptr(m) as usize
+}

@@ -1,0 +1,286 @@
+//! One subtable: every rule with one mask, in a hash table keyed by the masked value, plus
+//! one index per stage for staged lookup.
+//!
+//! The hash of a key is computed word by word over the mask's non-zero words only, in stage
+//! order, so the running hash after stage `k` is the hash of the key's stages `0..=k`. For
+//! every stage but the last, `stage_index[k]` counts the distinct masked values whose
+//! stages `0..=k` hash to each value. A lookup that misses the final table with wildcard
+//! tracking on finds the first stage whose partial hash no rule has: the packet misses at
+//! that stage, and only that stage's bits (and the earlier ones') were needed to know it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hashbrown::HashTable;
+use packet::key::FlowKey;
+
+use crate::rule::{finish, mix, Mask, Rule};
+use crate::trie::{prefix_mask, TrieMatch};
+use crate::PrefixField;
+
+/// The rules of one masked value, best first.
+#[derive(Debug)]
+pub(crate) struct Entry<T> {
+    hash: u64,
+    head: Arc<Rule<T>>,
+    /// Rules with the same match but lower priority, best first (rare).
+    rest: Vec<Arc<Rule<T>>>,
+}
+
+/// Lazily computed trie walks for one lookup, one per prefix field.
+#[derive(Debug)]
+pub(crate) struct TrieCtx<'a> {
+    pub(crate) prefixes: &'a [PrefixField],
+    pub(crate) tries: &'a [crate::trie::Trie],
+    pub(crate) done: [Option<TrieMatch>; crate::rule::MAX_PREFIXES],
+}
+
+impl TrieCtx<'_> {
+    /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, ORs the
+    /// address bits the decision needed into `wc` and returns `true`.
+    #[inline]
+    fn skip(&mut self, m: &Mask, stage: u8, key: &FlowKey, wc: &mut FlowKey) -> bool {
+        for (t, pf) in self.prefixes.iter().enumerate() {
+            let plen = m.trie_plens[t];
+            if plen == 0 || pf.stage != stage {
+                continue;
+            }
+            let width = pf.field.width;
+            let res = *self.done[t].get_or_insert_with(|| {
+                let bits = key.get(pf.field) << (128 - u32::from(width));
+                self.tries[t].lookup(bits, width)
+            });
+            if !res.has_len(plen) {
+                let n = res.examined.min(plen);
+                let add = prefix_mask(n) >> (128 - u32::from(width));
+                let cur = wc.get(pf.field);
+                wc.set(pf.field, cur | add);
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Every rule with one mask.
+#[derive(Debug)]
+pub(crate) struct Subtable<T> {
+    pub(crate) mask: Arc<Mask>,
+    table: HashTable<Entry<T>>,
+    /// Partial-hash counts for each touched stage but the last.
+    stage_index: Box<[HashTable<(u64, u32)>]>,
+    /// Rules per priority, to know the highest.
+    priorities: BTreeMap<u32, u32>,
+    pub(crate) n_rules: usize,
+}
+
+impl<T> Subtable<T> {
+    pub(crate) fn new(mask: Arc<Mask>) -> Self {
+        let n_index = mask.stage_ends.len().saturating_sub(1);
+        Subtable {
+            mask,
+            table: HashTable::new(),
+            stage_index: (0..n_index).map(|_| HashTable::new()).collect(),
+            priorities: BTreeMap::new(),
+            n_rules: 0,
+        }
+    }
+
+    /// Highest priority of a rule here (0 when empty).
+    pub(crate) fn max_priority(&self) -> u32 {
+        self.priorities.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// The partial hashes of `values` (one per touched stage but the last) and the full one.
+    fn hashes(&self, values: &[u64], seed: u64, partial: &mut Vec<u64>) -> u64 {
+        let m = &*self.mask;
+        let mut h = seed;
+        let mut pos = 0;
+        for (j, end) in m.stage_ends.iter().enumerate() {
+            let end = usize::from(*end);
+            for v in &values[pos..end] {
+                h = mix(h, *v);
+            }
+            pos = end;
+            if j + 1 < m.stage_ends.len() {
+                partial.push(finish(h));
+            }
+        }
+        finish(h)
+    }
+
+    /// Adds `rule` (not present yet).
+    pub(crate) fn insert(&mut self, rule: Arc<Rule<T>>, seed: u64) {
+        let mut partial = Vec::new();
+        let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
+        *self.priorities.entry(rule.priority).or_insert(0) += 1;
+        self.n_rules += 1;
+        if let Some(e) = self
+            .table
+            .find_mut(hash, |e| e.hash == hash && e.head.same_match(&rule))
+        {
+            if rule.rank > e.head.rank {
+                let old = std::mem::replace(&mut e.head, rule);
+                e.rest.insert(0, old);
+            } else {
+                let at = e.rest.partition_point(|r| r.rank > rule.rank);
+                e.rest.insert(at, rule);
+            }
+            return;
+        }
+        self.table.insert_unique(
+            hash,
+            Entry {
+                hash,
+                head: rule,
+                rest: Vec::new(),
+            },
+            |e| e.hash,
+        );
+        for (ix, ph) in self.stage_index.iter_mut().zip(partial) {
+            match ix.find_mut(ph, |e| e.0 == ph) {
+                Some(e) => e.1 += 1,
+                None => {
+                    ix.insert_unique(ph, (ph, 1), |e| e.0);
+                }
+            }
+        }
+    }
+
+    /// Finds the rule with masked value words `values` and priority `priority`.
+    pub(crate) fn find_exact(
+        &self,
+        values: &[u64],
+        priority: u32,
+        seed: u64,
+    ) -> Option<&Arc<Rule<T>>> {
+        let hash = self.hashes(values, seed, &mut Vec::new());
+        let e = self.table.find(hash, |e| {
+            e.hash == hash && e.head.values.as_slice() == values
+        })?;
+        std::iter::once(&e.head)
+            .chain(e.rest.iter())
+            .find(|r| r.priority == priority)
+    }
+
+    /// Removes the rule with `rule`'s match and rank; returns it, or `None` if absent.
+    pub(crate) fn remove(&mut self, rule: &Rule<T>, seed: u64) -> Option<Arc<Rule<T>>> {
+        let mut partial = Vec::new();
+        let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
+        let Ok(mut occ) = self
+            .table
+            .find_entry(hash, |e| e.hash == hash && e.head.same_match(rule))
+        else {
+            return None;
+        };
+        let e = occ.get_mut();
+        let removed = if e.head.rank == rule.rank {
+            if e.rest.is_empty() {
+                let (entry, _) = occ.remove();
+                for (ix, ph) in self.stage_index.iter_mut().zip(partial) {
+                    if let Ok(mut o) = ix.find_entry(ph, |e| e.0 == ph) {
+                        o.get_mut().1 -= 1;
+                        if o.get().1 == 0 {
+                            o.remove();
+                        }
+                    }
+                }
+                entry.head
+            } else {
+                let next = e.rest.remove(0);
+                std::mem::replace(&mut e.head, next)
+            }
+        } else {
+            let at = e.rest.iter().position(|r| r.rank == rule.rank)?;
+            e.rest.remove(at)
+        };
+        self.n_rules -= 1;
+        if let std::collections::btree_map::Entry::Occupied(mut o) =
+            self.priorities.entry(removed.priority)
+        {
+            *o.get_mut() -= 1;
+            if *o.get() == 0 {
+                o.remove();
+            }
+        }
+        Some(removed)
+    }
+
+    /// Replaces the rule with `new`'s match and rank by `new`; returns the old one.
+    pub(crate) fn replace(&mut self, new: Arc<Rule<T>>, seed: u64) -> Option<Arc<Rule<T>>> {
+        let hash = self.hashes(new.values.as_slice(), seed, &mut Vec::new());
+        let e = self
+            .table
+            .find_mut(hash, |e| e.hash == hash && e.head.same_match(&new))?;
+        let slot = std::iter::once(&mut e.head)
+            .chain(e.rest.iter_mut())
+            .find(|r| r.rank == new.rank)?;
+        Some(std::mem::replace(slot, new))
+    }
+
+    /// The best rule here that `key` matches, without wildcard tracking.
+    #[inline]
+    pub(crate) fn find(&self, key: &FlowKey, seed: u64) -> Option<&Arc<Rule<T>>> {
+        let m = &*self.mask;
+        let mut h = seed;
+        for (i, b) in m.idx.iter().zip(m.bits.iter()) {
+            h = mix(h, key.words[usize::from(*i)] & b);
+        }
+        let hash = finish(h);
+        self.table
+            .find(hash, |e| e.hash == hash && e.head.matches_masked(key))
+            .map(|e| &e.head)
+    }
+
+    /// After [`Subtable::find`] missed: ORs into `wc` the bits that prove the miss for
+    /// every packet agreeing with `key` on them (tries first, then stage indices).
+    pub(crate) fn explain_miss(
+        &self,
+        key: &FlowKey,
+        seed: u64,
+        tries: &mut TrieCtx<'_>,
+        wc: &mut FlowKey,
+    ) {
+        let m = &*self.mask;
+        let mut h = seed;
+        let mut pos = 0;
+        let n = m.stage_ends.len();
+        for j in 0..n {
+            if tries.skip(m, m.stage_ids[j], key, wc) {
+                m.or_into(wc, pos);
+                return;
+            }
+            let end = usize::from(m.stage_ends[j]);
+            if j + 1 == n {
+                break;
+            }
+            for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
+                h = mix(h, key.words[usize::from(*i)] & b);
+            }
+            pos = end;
+            let ph = finish(h);
+            if self.stage_index[j].find(ph, |e| e.0 == ph).is_none() {
+                m.or_into(wc, end);
+                return;
+            }
+        }
+        m.or_into(wc, m.idx.len());
+    }
+
+    /// Every rule here.
+    pub(crate) fn rules(&self) -> impl Iterator<Item = &Arc<Rule<T>>> {
+        self.table
+            .iter()
+            .flat_map(|e| std::iter::once(&e.head).chain(e.rest.iter()))
+    }
+
+    /// Bytes held by this subtable's tables (not the rules).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<Entry<T>>() + 1;
+        let mut n = self.table.capacity() * entry;
+        for ix in self.stage_index.iter() {
+            n += ix.capacity() * (std::mem::size_of::<(u64, u32)>() + 1);
+        }
+        n + self.priorities.len() * 32
+    }
+}

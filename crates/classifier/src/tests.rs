@@ -1,0 +1,587 @@
+//! Agreement with [`crate::naive`], the consulted-bits contract, versioned batches under
+//! concurrent readers, and error cases.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use openflow::Match;
+use packet::key::{fields, FlowKey, KeyField};
+use proptest::prelude::*;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::naive::Naive;
+use crate::{Batch, Classifier, Error, Op};
+
+const V4_BASES: [u32; 6] = [
+    0x0a00_0000,
+    0x0a01_0000,
+    0x0a01_0200,
+    0x0a80_0000,
+    0xc0a8_0000,
+    0xc0a8_0101,
+];
+const V6_BASES: [u128; 3] = [
+    0x2001_0db8_0000_0000_0000_0000_0000_0000,
+    0x2001_0db8_0001_0000_0000_0000_0000_0001,
+    0xfe80_0000_0000_0000_0000_0000_0000_0001,
+];
+
+/// Sets a random mask on `f`: a prefix if `prefix`, else exact, random bits, or a prefix.
+fn rand_masked(rng: &mut SmallRng, m: &mut Match, f: KeyField, value: u128, prefix: bool) {
+    let w = u32::from(f.width);
+    let full = f.max_value();
+    let mask = match rng.gen_range(0..4) {
+        0 => full,
+        1 if !prefix => rng.gen::<u128>() & full,
+        _ => {
+            let plen = [1, 2, 8, 9, 16, 24, 31, w][rng.gen_range(0..8)].min(w);
+            (full << (w - plen)) & full
+        }
+    };
+    m.set_masked(f, value, mask);
+}
+
+fn rand_v4(rng: &mut SmallRng) -> u32 {
+    let base = V4_BASES[rng.gen_range(0..V4_BASES.len())];
+    match rng.gen_range(0..4) {
+        0 => rng.gen(),
+        1 => base,
+        _ => base | rng.gen_range(0..4u32) | (rng.gen_range(0..2u32) << 9),
+    }
+}
+
+fn rand_v6(rng: &mut SmallRng) -> u128 {
+    let base = V6_BASES[rng.gen_range(0..V6_BASES.len())];
+    match rng.gen_range(0..3) {
+        0 => rng.gen(),
+        _ => base | rng.gen_range(0..4u128),
+    }
+}
+
+/// A random match that satisfies OpenFlow prerequisites.
+fn rand_match(rng: &mut SmallRng) -> Match {
+    let mut m = Match::catch_all();
+    if rng.gen_bool(0.3) {
+        m.set_exact(fields::IN_PORT, rng.gen_range(1..4));
+    }
+    if rng.gen_bool(0.15) {
+        let v = rng.gen_range(0..4u128);
+        rand_masked(rng, &mut m, fields::METADATA, v, false);
+    }
+    if rng.gen_bool(0.15) {
+        let v = rng.gen_range(0..8u128);
+        rand_masked(rng, &mut m, fields::REGS[0], v, false);
+    }
+    let l3 = rng.gen_range(0..5);
+    if l3 == 0 {
+        return m;
+    }
+    let v6 = l3 == 4;
+    m.set_exact(fields::DL_TYPE, if v6 { 0x86dd } else { 0x0800 });
+    if v6 {
+        if rng.gen_bool(0.8) {
+            let v = rand_v6(rng);
+            rand_masked(rng, &mut m, fields::IPV6_SRC, v, true);
+        }
+    } else {
+        for f in [fields::NW_SRC, fields::NW_DST] {
+            if rng.gen_bool(0.6) {
+                let v = u128::from(rand_v4(rng));
+                let prefix = rng.gen_bool(0.8);
+                rand_masked(rng, &mut m, f, v, prefix);
+            }
+        }
+    }
+    if rng.gen_bool(0.5) {
+        m.set_exact(fields::NW_PROTO, [6, 17][rng.gen_range(0..2)]);
+        for f in [fields::TP_SRC, fields::TP_DST] {
+            if rng.gen_bool(0.4) {
+                let v = rng.gen_range(0..4u128);
+                rand_masked(rng, &mut m, f, v, false);
+            }
+        }
+    }
+    m
+}
+
+/// A random packet key drawn from the same small value domains as the rules.
+fn rand_packet(rng: &mut SmallRng) -> FlowKey {
+    let mut k = FlowKey::default();
+    k.set_in_port(rng.gen_range(0..4));
+    k.set_metadata(rng.gen_range(0..4));
+    k.set_reg(0, rng.gen_range(0..8));
+    k.set_dl_type([0x0800, 0x86dd, 0x0806][rng.gen_range(0..3)]);
+    k.set_nw_src(rand_v4(rng));
+    k.set_nw_dst(rand_v4(rng));
+    k.set_ipv6_src(rand_v6(rng));
+    k.set_nw_proto([6, 17, 1][rng.gen_range(0..3)]);
+    k.set_tp_src(rng.gen_range(0..4));
+    k.set_tp_dst(rng.gen_range(0..4));
+    k
+}
+
+/// A packet that matches `m` (its value with random bits outside the mask).
+fn packet_in(rng: &mut SmallRng, m: &Match) -> FlowKey {
+    let r = rand_packet(rng);
+    let mut k = *m.value();
+    for w in 0..k.words.len() {
+        k.words[w] |= r.words[w] & !m.mask().words[w];
+    }
+    k
+}
+
+fn assert_same(cls: &Classifier<u64>, naive: &Naive<u64>, key: &FlowKey) {
+    let got = cls
+        .snapshot()
+        .lookup(key, None)
+        .map(|r| (r.priority(), *r.payload()));
+    let want = naive.lookup(key).map(|r| (r.priority, r.payload));
+    assert_eq!(got, want, "lookup of {key:?}");
+    let mut wc = FlowKey::default();
+    let got_wc = cls
+        .snapshot()
+        .lookup(key, Some(&mut wc))
+        .map(|r| (r.priority(), *r.payload()));
+    assert_eq!(got_wc, want, "wildcard-tracking lookup of {key:?}");
+}
+
+fn rand_rules(rng: &mut SmallRng, n: usize, n_prios: u32) -> Vec<(Match, u32)> {
+    (0..n)
+        .map(|_| (rand_match(rng), rng.gen_range(0..n_prios)))
+        .collect()
+}
+
+fn check_agreement(seed: u64, n_rules: usize, n_prios: u32, prefixes: &[KeyField]) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let rules = rand_rules(&mut rng, n_rules, n_prios);
+    let mut cls = Classifier::with_prefixes(prefixes).unwrap();
+    let mut naive = Naive::new();
+    let mut b = Batch::new();
+    for (i, (m, p)) in rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    naive.commit(&b).unwrap();
+    cls.commit(b).unwrap();
+    assert_eq!(cls.len(), naive.len());
+    for _ in 0..150 {
+        let key = if rng.gen_bool(0.5) && !rules.is_empty() {
+            {
+                let i = rng.gen_range(0..rules.len());
+                packet_in(&mut rng, &rules[i].0)
+            }
+        } else {
+            rand_packet(&mut rng)
+        };
+        assert_same(&cls, &naive, &key);
+    }
+}
+
+const V4_PREFIXES: [KeyField; 2] = [fields::NW_DST, fields::NW_SRC];
+const ALL_PREFIXES: [KeyField; 3] = [fields::NW_DST, fields::NW_SRC, fields::IPV6_SRC];
+
+/// Checks the consulted-bits contract on random packets.
+fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let rules = rand_rules(&mut rng, n_rules, 4);
+    let mut cls = Classifier::with_prefixes(prefixes).unwrap();
+    let mut b = Batch::new();
+    for (i, (m, p)) in rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    cls.commit(b).unwrap();
+    let snap = cls.snapshot();
+    for _ in 0..60 {
+        let p = if rng.gen_bool(0.5) && !rules.is_empty() {
+            {
+                let i = rng.gen_range(0..rules.len());
+                packet_in(&mut rng, &rules[i].0)
+            }
+        } else {
+            rand_packet(&mut rng)
+        };
+        let mut wc = FlowKey::default();
+        let want = snap.lookup(&p, Some(&mut wc)).map(|r| r.seq());
+        for _ in 0..15 {
+            // Agree with `p` on `wc`, random elsewhere (half the time from the rule domains,
+            // half the time any bits at all).
+            let r = if rng.gen_bool(0.5) {
+                rand_packet(&mut rng)
+            } else {
+                let mut k = FlowKey::default();
+                for w in &mut k.words {
+                    *w = rng.gen();
+                }
+                k
+            };
+            let mut q = FlowKey::default();
+            for w in 0..q.words.len() {
+                q.words[w] = (p.words[w] & wc.words[w]) | (r.words[w] & !wc.words[w]);
+            }
+            let got = snap.lookup(&q, None).map(|r| r.seq());
+            assert_eq!(
+                got, want,
+                "packet {p:?} with wildcards {wc:?}: {q:?} differs"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lookup_random_rules_agrees_with_naive(seed: u64, n in 0usize..120, prios in 1u32..6) {
+        check_agreement(seed, n, prios, &V4_PREFIXES);
+    }
+
+    #[test]
+    fn lookup_random_rules_without_tries_agrees_with_naive(seed: u64, n in 0usize..120) {
+        check_agreement(seed, n, 3, &[]);
+    }
+
+    #[test]
+    fn lookup_random_rules_with_ipv6_tries_agrees_with_naive(seed: u64, n in 0usize..120) {
+        check_agreement(seed, n, 3, &ALL_PREFIXES);
+    }
+
+    #[test]
+    fn wildcards_with_tries_keep_the_same_rule(seed: u64, n in 0usize..100) {
+        check_wildcards(seed, n, &ALL_PREFIXES);
+    }
+
+    #[test]
+    fn wildcards_without_tries_keep_the_same_rule(seed: u64, n in 0usize..100) {
+        check_wildcards(seed, n, &[]);
+    }
+
+    #[test]
+    fn interleaved_batches_agree_with_naive(seed: u64, n_batches in 1usize..40) {
+        check_interleaved(seed, n_batches);
+    }
+}
+
+/// Random interleavings of insert, replace, modify, remove and clear, in batches, some of
+/// which fail (and must then change nothing).
+fn check_interleaved(seed: u64, n_batches: usize) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut cls = Classifier::new();
+    let mut naive: Naive<u64> = Naive::new();
+    let mut pool: Vec<(Match, u32)> = rand_rules(&mut rng, 30, 3);
+    let mut next_payload = 0u64;
+    for _ in 0..n_batches {
+        let mut b = Batch::new();
+        for _ in 0..rng.gen_range(1..8) {
+            next_payload += 1;
+            let (m, p) = pool[rng.gen_range(0..pool.len())];
+            match rng.gen_range(0..20) {
+                0..=8 => b.insert(m, p, next_payload, next_payload),
+                9..=12 => b.modify(m, p, next_payload),
+                13..=17 => b.remove(m, p),
+                18 => {
+                    pool.push((rand_match(&mut rng), rng.gen_range(0..3)));
+                    b.insert(
+                        pool[pool.len() - 1].0,
+                        pool[pool.len() - 1].1,
+                        0,
+                        next_payload,
+                    )
+                }
+                _ => {
+                    if rng.gen_bool(0.2) {
+                        b.clear()
+                    } else {
+                        b.insert(m, p, 0, next_payload)
+                    }
+                }
+            };
+        }
+        let want = naive.commit(&b);
+        let got = cls.commit(b).map(|_| ());
+        assert_eq!(got, want);
+        assert_eq!(cls.len(), naive.len());
+        for _ in 0..20 {
+            let key = if rng.gen_bool(0.6) {
+                {
+                    let i = rng.gen_range(0..pool.len());
+                    packet_in(&mut rng, &pool[i].0)
+                }
+            } else {
+                rand_packet(&mut rng)
+            };
+            assert_same(&cls, &naive, &key);
+        }
+    }
+}
+
+fn v4_match(dst: u32, plen: u32) -> Match {
+    let mut m = Match::catch_all();
+    m.set_exact(fields::DL_TYPE, 0x0800);
+    let mask = if plen == 0 {
+        0
+    } else {
+        u32::MAX << (32 - plen)
+    };
+    m.set_masked(fields::NW_DST, u128::from(dst), u128::from(mask));
+    m
+}
+
+fn v4_packet(dst: u32) -> FlowKey {
+    let mut k = FlowKey::default();
+    k.set_dl_type(0x0800);
+    k.set_nw_dst(dst);
+    k
+}
+
+#[test]
+fn wildcards_trie_unwildcards_only_deciding_bits() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a00_0000, 8), 10, 0, 1).unwrap();
+    cls.insert(v4_match(0x0a01_0200, 24), 20, 0, 2).unwrap();
+    cls.insert(Match::catch_all(), 0, 0, 3).unwrap();
+    let mut wc = FlowKey::default();
+    let r = cls
+        .reader()
+        .lookup(&v4_packet(0x0b00_0001), Some(&mut wc))
+        .unwrap();
+    assert_eq!(*r.payload(), 3);
+    // 0x0b and 0x0a first differ at bit 7 of the address.
+    assert_eq!(wc.nw_dst(), 0xff00_0000);
+    let mut wc = FlowKey::default();
+    let r = cls
+        .reader()
+        .lookup(&v4_packet(0x8000_0001), Some(&mut wc))
+        .unwrap();
+    assert_eq!(*r.payload(), 3);
+    assert_eq!(wc.nw_dst(), 0x8000_0000);
+
+    let mut plain: Classifier<u32> = Classifier::with_prefixes(&[]).unwrap();
+    plain.insert(v4_match(0x0a00_0000, 8), 10, 0, 1).unwrap();
+    plain.insert(Match::catch_all(), 0, 0, 3).unwrap();
+    let mut wc = FlowKey::default();
+    plain
+        .reader()
+        .lookup(&v4_packet(0x8000_0001), Some(&mut wc))
+        .unwrap();
+    assert_eq!(wc.nw_dst(), 0xff00_0000);
+}
+
+#[test]
+fn wildcards_staged_miss_consults_only_early_stage() {
+    let mut cls: Classifier<u32> = Classifier::with_prefixes(&[]).unwrap();
+    let mut m = v4_match(0x0a00_0001, 32);
+    m.set_exact(fields::IN_PORT, 1);
+    cls.insert(m, 10, 0, 1).unwrap();
+    let mut pkt = v4_packet(0x0a00_0001);
+    pkt.set_in_port(2);
+    let mut wc = FlowKey::default();
+    assert!(cls.reader().lookup(&pkt, Some(&mut wc)).is_none());
+    let mut want = FlowKey::default();
+    want.set_in_port(u32::MAX);
+    assert_eq!(wc, want);
+}
+
+#[test]
+fn lookup_equal_priority_earliest_insert_wins() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a00_0000, 8), 5, 0, 1).unwrap();
+    cls.insert(v4_match(0x0a01_0000, 16), 5, 0, 2).unwrap();
+    let r = cls.reader().lookup(&v4_packet(0x0a01_0101), None).unwrap();
+    assert_eq!(*r.payload(), 1);
+    // Replacing keeps the insertion order; modify keeps the counters.
+    r.stats().credit(3, 300);
+    let r2 = cls.insert(v4_match(0x0a00_0000, 8), 5, 7, 10).unwrap();
+    assert_eq!(
+        (r2.seq(), r2.cookie(), r2.stats().n_packets()),
+        (r.seq(), 7, 0)
+    );
+    r2.stats().credit(1, 64);
+    let r3 = cls.modify(v4_match(0x0a00_0000, 8), 5, 11).unwrap();
+    assert_eq!(
+        (r3.seq(), r3.cookie(), r3.stats().n_packets()),
+        (r.seq(), 7, 1)
+    );
+    let got = cls.reader().lookup(&v4_packet(0x0a01_0101), None).unwrap();
+    assert_eq!(*got.payload(), 11);
+}
+
+#[test]
+fn insert_mask_outside_fields_fails_and_changes_nothing() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a00_0000, 8), 5, 0, 1).unwrap();
+    let mut mask = FlowKey::default();
+    // Bits 16..32 of word 3 belong to no field? ct_zone (0..16) and ct_nw_proto (16..24)
+    // do; bits 24..32 do not.
+    mask.words[3] = 0xff00_0000;
+    assert_eq!(FlowKey::valid_bits().words[3] & mask.words[3], 0);
+    let bad = Match::new(FlowKey::default(), mask);
+    let err = cls.insert(bad, 1, 0, 2).unwrap_err();
+    assert_eq!(
+        err,
+        Error::InvalidMask {
+            word: 3,
+            bits: 0xff00_0000
+        }
+    );
+    assert!(err.to_string().contains("belong to no field"));
+    assert_eq!(cls.len(), 1);
+    // In a batch, the error names the operation and nothing of the batch is applied.
+    let mut b = Batch::new();
+    b.insert(v4_match(0x0b00_0000, 8), 5, 0, 3)
+        .insert(bad, 1, 0, 4);
+    let err = cls.commit(b).unwrap_err();
+    assert!(matches!(err, Error::InBatch { index: 1, .. }), "{err}");
+    assert_eq!(cls.len(), 1);
+    assert!(cls.reader().lookup(&v4_packet(0x0b00_0001), None).is_none());
+}
+
+#[test]
+fn insert_missing_prerequisites_fails_and_changes_nothing() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    let mut m = Match::catch_all();
+    m.set_exact(fields::TP_DST, 80);
+    let res = cls.insert(m, 1, 0, 1);
+    // The check itself is `openflow`'s; the classifier must pass its verdict through.
+    match m.check_prerequisites() {
+        Err(e) => {
+            assert_eq!(res.unwrap_err(), Error::Prerequisite(e));
+            assert!(cls.is_empty());
+        }
+        Ok(()) => assert!(res.is_ok()),
+    }
+}
+
+#[test]
+fn remove_unknown_rule_fails_and_batch_rolls_back() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a00_0000, 8), 5, 0, 1).unwrap();
+    assert_eq!(
+        cls.remove(v4_match(0x0a00_0000, 8), 6).unwrap_err(),
+        Error::NotFound { priority: 6 }
+    );
+    let mut b = Batch::new();
+    b.remove(v4_match(0x0a00_0000, 8), 5)
+        .insert(v4_match(0x0c00_0000, 8), 1, 0, 2)
+        .modify(v4_match(0x0d00_0000, 8), 1, 3);
+    let err = cls.commit(b).unwrap_err();
+    assert_eq!(err.cause(), &Error::NotFound { priority: 1 });
+    assert_eq!(cls.len(), 1);
+    let r = cls.reader().lookup(&v4_packet(0x0a00_0001), None).unwrap();
+    assert_eq!(*r.payload(), 1);
+    assert!(cls.reader().lookup(&v4_packet(0x0c00_0001), None).is_none());
+    // The next batch still works on both versions.
+    for i in 0..3 {
+        cls.insert(v4_match(0x0c00_0000, 8), 1, 0, 10 + i).unwrap();
+    }
+    assert_eq!(cls.len(), 2);
+}
+
+#[test]
+fn clear_then_insert_is_one_atomic_replace() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    for i in 0..10 {
+        cls.insert(v4_match(0x0a00_0000 + (i << 8), 24), 5, 0, i)
+            .unwrap();
+    }
+    let mut b = Batch::new();
+    b.clear().insert(v4_match(0x0b00_0000, 8), 1, 0, 99);
+    cls.commit(b).unwrap();
+    assert_eq!(cls.len(), 1);
+    assert_eq!(cls.snapshot().n_subtables(), 1);
+    assert!(cls.reader().lookup(&v4_packet(0x0a00_0001), None).is_none());
+}
+
+#[test]
+fn with_prefixes_bad_config_is_rejected() {
+    let err = Classifier::<u32>::with_prefixes(&[fields::NW_DST, fields::NW_DST]).unwrap_err();
+    assert!(matches!(err, Error::BadPrefixField { .. }));
+    let five = [
+        fields::NW_DST,
+        fields::NW_SRC,
+        fields::IPV6_SRC,
+        fields::IPV6_DST,
+        fields::TUN_DST,
+    ];
+    assert!(matches!(
+        Classifier::<u32>::with_prefixes(&five).unwrap_err(),
+        Error::TooManyPrefixes { n: 5, max: 4 }
+    ));
+}
+
+/// Readers look up while a writer commits batches; every batch rewrites a marker rule and
+/// `N_OTHERS` other rules with the batch number, so a reader that sees two numbers in one
+/// snapshot saw a torn table.
+#[test]
+fn commit_concurrent_readers_never_see_partial_batch() {
+    const N_OTHERS: u32 = 64;
+    const N_BATCHES: u64 = 300;
+    let mut cls: Classifier<u64> = Classifier::new();
+    let marker = v4_match(0x0100_0000, 8);
+    let other = |i: u32| v4_match(0x0200_0000 + (i << 8), 24);
+    let mut b = Batch::new();
+    b.insert(marker, 1, 0, 0);
+    for i in 0..N_OTHERS {
+        b.insert(other(i), 1, 0, 0);
+    }
+    cls.commit(b).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(AtomicU64::new(0));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let reader = cls.reader();
+            let done = done.clone();
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut last = 0;
+                while !done.load(Ordering::Relaxed) {
+                    let snap = reader.snapshot();
+                    let mut wc = FlowKey::default();
+                    let gen = *snap
+                        .lookup(&v4_packet(0x0100_0001), Some(&mut wc))
+                        .expect("marker rule is always present")
+                        .payload();
+                    assert!(gen >= last, "generation went back from {last} to {gen}");
+                    for i in 0..N_OTHERS {
+                        let r = snap
+                            .lookup(&v4_packet(0x0200_0001 + (i << 8)), None)
+                            .expect("other rules are always present");
+                        assert_eq!(*r.payload(), gen, "torn batch: rule {i}");
+                    }
+                    drop(snap);
+                    // Single lookups outside a snapshot never go back in time either.
+                    let g = *reader
+                        .lookup(&v4_packet(0x0100_0001), None)
+                        .unwrap()
+                        .payload();
+                    assert!(g >= gen);
+                    last = g;
+                    seen.fetch_add(1, Ordering::Relaxed);
+                }
+                last
+            })
+        })
+        .collect();
+    for gen in 1..=N_BATCHES {
+        let mut b = Batch::new();
+        // Alternate modify and replacing insert, in shuffled order, marker in the middle.
+        for i in 0..N_OTHERS / 2 {
+            b.push(Op::Modify {
+                rule_match: other(i),
+                priority: 1,
+                payload: gen,
+            });
+        }
+        b.modify(marker, 1, gen);
+        for i in N_OTHERS / 2..N_OTHERS {
+            b.insert(other(i), 1, 0, gen);
+        }
+        cls.commit(b).unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        let last = r.join().expect("reader panicked");
+        assert!(last <= N_BATCHES);
+    }
+    assert!(seen.load(Ordering::Relaxed) > 0);
+    assert_eq!(cls.len(), 1 + N_OTHERS as usize);
+}

@@ -1,0 +1,297 @@
+//! Prefix tries: which prefix lengths of one address field can match a packet, and how many
+//! of the packet's address bits it took to know.
+//!
+//! One trie per configured prefix field (OVS `prefixes`, by default `nw_dst` and `nw_src`)
+//! holds the prefix of every rule whose mask on that field is a CIDR prefix, with a count per
+//! prefix (rules of several subtables may share one). A lookup walks the trie along the
+//! packet's address once and returns:
+//!
+//! - the set of prefix lengths at which some rule's prefix equals the packet's address prefix, and
+//! - `examined`, the number of leading address bits the walk read.
+//!
+//! A subtable whose rules all have prefix length `P` on the field, with `P` not in the set,
+//! holds no rule the packet can match, so the lookup skips it. What the skip consulted is
+//! the first `min(examined, P)` bits of the address: any packet that agrees on the first
+//! `examined` bits takes the same walk, and any packet that agrees on the first `P` bits has
+//! the same `P`-bit prefix, which no rule holds. That is how a lookup un-wildcards only the
+//! address bits that decide between rules instead of whole /32s (OVS `check_tries`).
+//!
+//! The trie is path-compressed and stores absolute prefixes (left-aligned in a `u128`, bits
+//! past the length zero), so removing a node only relinks its parent. Nodes live in a `Vec`
+//! arena indexed by `u32`.
+
+/// No node.
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Node {
+    /// The node's prefix, left-aligned; bits past `len` are zero.
+    bits: u128,
+    /// Prefix length in bits (1..=128; the root of a trie may also be shorter).
+    len: u8,
+    /// Rules whose prefix is exactly this one.
+    count: u32,
+    /// Children by the bit at position `len`.
+    child: [u32; 2],
+}
+
+/// What a lookup learnt about one address.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TrieMatch {
+    /// Bit `l - 1` is set if some rule's prefix of length `l` matches.
+    pub(crate) lens: u128,
+    /// Leading address bits the walk read.
+    pub(crate) examined: u8,
+}
+
+impl TrieMatch {
+    /// True if a rule with prefix length `plen` (1..=128) may match.
+    #[inline]
+    pub(crate) fn has_len(&self, plen: u8) -> bool {
+        plen > 0 && self.lens & (1u128 << (plen - 1)) != 0
+    }
+}
+
+/// A path-compressed binary trie of prefixes with counts.
+#[derive(Debug, Clone)]
+pub(crate) struct Trie {
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    root: u32,
+}
+
+impl Default for Trie {
+    fn default() -> Self {
+        Trie {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: NIL,
+        }
+    }
+}
+
+#[inline]
+fn bit(v: u128, i: u8) -> usize {
+    usize::from((v >> (127 - u32::from(i))) & 1 == 1)
+}
+
+/// Leading bits `a` and `b` share, at most `max`.
+#[inline]
+fn common_len(a: u128, b: u128, max: u8) -> u8 {
+    let lz = u8::try_from((a ^ b).leading_zeros()).expect("at most 128");
+    lz.min(max)
+}
+
+/// The first `len` bits set, left-aligned.
+#[inline]
+pub(crate) fn prefix_mask(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len))
+    }
+}
+
+impl Trie {
+    fn alloc(&mut self, node: Node) -> u32 {
+        if let Some(i) = self.free.pop() {
+            self.nodes[i as usize] = node;
+            i
+        } else {
+            self.nodes.push(node);
+            u32::try_from(self.nodes.len() - 1).expect("fewer than 4G trie nodes")
+        }
+    }
+
+    fn set_link(&mut self, parent: Option<(u32, usize)>, to: u32) {
+        match parent {
+            None => self.root = to,
+            Some((p, b)) => self.nodes[p as usize].child[b] = to,
+        }
+    }
+
+    /// Adds one rule with prefix `bits` (left-aligned, masked) of length `len`.
+    pub(crate) fn insert(&mut self, bits: u128, len: u8) {
+        let mut parent = None;
+        let mut cur = self.root;
+        loop {
+            if cur == NIL {
+                let n = self.alloc(Node {
+                    bits,
+                    len,
+                    count: 1,
+                    child: [NIL; 2],
+                });
+                self.set_link(parent, n);
+                return;
+            }
+            let node = &self.nodes[cur as usize];
+            let c = common_len(node.bits, bits, node.len.min(len));
+            if c == node.len {
+                if node.len == len {
+                    self.nodes[cur as usize].count += 1;
+                    return;
+                }
+                let b = bit(bits, node.len);
+                parent = Some((cur, b));
+                cur = node.child[b];
+                continue;
+            }
+            // The new prefix leaves this node's path at bit `c` (or ends at it).
+            let new = if c == len {
+                let mut child = [NIL; 2];
+                child[bit(node.bits, len)] = cur;
+                self.alloc(Node {
+                    bits,
+                    len,
+                    count: 1,
+                    child,
+                })
+            } else {
+                let node_bits = node.bits;
+                let leaf = self.alloc(Node {
+                    bits,
+                    len,
+                    count: 1,
+                    child: [NIL; 2],
+                });
+                let mut child = [NIL; 2];
+                child[bit(bits, c)] = leaf;
+                child[bit(node_bits, c)] = cur;
+                self.alloc(Node {
+                    bits: bits & prefix_mask(c),
+                    len: c,
+                    count: 0,
+                    child,
+                })
+            };
+            self.set_link(parent, new);
+            return;
+        }
+    }
+
+    /// Removes one rule with prefix `bits` of length `len`. Returns `false` if there is
+    /// none (an internal inconsistency the caller reports).
+    pub(crate) fn remove(&mut self, bits: u128, len: u8) -> bool {
+        let mut path: Vec<(u32, usize)> = Vec::new();
+        let mut cur = self.root;
+        while cur != NIL {
+            let node = &self.nodes[cur as usize];
+            if node.len > len || common_len(node.bits, bits, node.len) < node.len {
+                return false;
+            }
+            if node.len == len {
+                break;
+            }
+            let b = bit(bits, node.len);
+            path.push((cur, b));
+            cur = node.child[b];
+        }
+        if cur == NIL || self.nodes[cur as usize].count == 0 {
+            return false;
+        }
+        self.nodes[cur as usize].count -= 1;
+        // Drop nodes that no longer carry a prefix or a fork, bottom up.
+        let mut at = cur;
+        loop {
+            let node = &self.nodes[at as usize];
+            if node.count > 0 {
+                break;
+            }
+            let kids: Vec<u32> = node.child.iter().copied().filter(|c| *c != NIL).collect();
+            if kids.len() == 2 {
+                break;
+            }
+            let replacement = kids.first().copied().unwrap_or(NIL);
+            let parent = path.pop();
+            self.set_link(parent, replacement);
+            self.free.push(at);
+            match parent {
+                Some((p, _)) if replacement == NIL => at = p,
+                _ => break,
+            }
+        }
+        true
+    }
+
+    /// Walks the trie along `bits` (a left-aligned address of `width` bits).
+    #[inline]
+    pub(crate) fn lookup(&self, bits: u128, width: u8) -> TrieMatch {
+        let mut m = TrieMatch::default();
+        let mut cur = self.root;
+        while cur != NIL {
+            let node = &self.nodes[cur as usize];
+            let c = common_len(node.bits, bits, node.len);
+            if c < node.len {
+                m.examined = c + 1;
+                return m;
+            }
+            if node.count > 0 && node.len > 0 {
+                m.lens |= 1u128 << (node.len - 1);
+            }
+            if node.len >= width {
+                m.examined = width;
+                return m;
+            }
+            m.examined = node.len + 1;
+            cur = node.child[bit(bits, node.len)];
+        }
+        m
+    }
+
+    /// Live nodes.
+    #[cfg(test)]
+    pub(crate) fn n_nodes(&self) -> usize {
+        self.nodes.len() - self.free.len()
+    }
+
+    /// Bytes held by the node arena.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(a: u32, len: u8) -> (u128, u8) {
+        ((u128::from(a) << 96) & prefix_mask(len), len)
+    }
+
+    #[test]
+    fn lookup_reports_matching_lengths_and_examined_bits() {
+        let mut t = Trie::default();
+        let (b, l) = v4(0x0a00_0000, 8);
+        t.insert(b, l);
+        let (b2, l2) = v4(0x0a01_0000, 16);
+        t.insert(b2, l2);
+        let m = t.lookup(u128::from(0x0a01_0203u32) << 96, 32);
+        assert!(m.has_len(8) && m.has_len(16) && !m.has_len(24));
+        assert_eq!(m.examined, 17);
+        let m = t.lookup(u128::from(0xc0a8_0101u32) << 96, 32);
+        assert_eq!(m.lens, 0);
+        assert_eq!(m.examined, 1);
+    }
+
+    #[test]
+    fn remove_restores_empty_trie() {
+        let mut t = Trie::default();
+        let ps = [
+            v4(0x0a00_0000, 8),
+            v4(0x0a01_0000, 16),
+            v4(0x0a01_0000, 16),
+            v4(0x0b00_0000, 8),
+            v4(0x0a01_0203, 32),
+        ];
+        for (b, l) in ps {
+            t.insert(b, l);
+        }
+        for (b, l) in ps {
+            assert!(t.remove(b, l));
+        }
+        assert_eq!(t.n_nodes(), 0);
+        assert!(!t.remove(ps[0].0, ps[0].1));
+    }
+}

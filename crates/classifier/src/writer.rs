@@ -1,0 +1,542 @@
+//! The writer side: [`Classifier`], [`Batch`], and the readers' [`Reader`] and [`Snapshot`].
+//!
+//! Two versions of the rules exist (the left-right pattern). Readers load the published one
+//! through an [`ArcSwap`]. The writer owns the other (the spare): to commit a batch it
+//! waits until no reader still holds the spare (at most one lookup or one short snapshot),
+//! replays onto it the primitives of the previous commit, applies the new batch, and
+//! publishes it with one pointer swap. The old published version becomes the spare. Both
+//! versions share the `Arc<Rule>`s, so a rule is stored once.
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
+use openflow::Match;
+use packet::key::{fields, FlowKey, KeyField};
+
+use crate::rule::{rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES};
+use crate::ruleset::{Prim, RuleSet};
+use crate::{Error, PrefixField};
+
+/// One change in a [`Batch`].
+#[derive(Debug, Clone)]
+pub enum Op<T> {
+    /// Adds a rule; a rule with the same match and priority is replaced (its insertion order
+    /// is kept, its counters start from zero).
+    Insert {
+        /// What the rule matches.
+        rule_match: Match,
+        /// Its priority.
+        priority: u32,
+        /// The controller's cookie.
+        cookie: u64,
+        /// Its payload (actions).
+        payload: T,
+    },
+    /// Changes the payload of the rule with this match and priority, keeping its identity,
+    /// cookie and counters. Fails with [`Error::NotFound`] if there is none.
+    Modify {
+        /// The rule's match.
+        rule_match: Match,
+        /// The rule's priority.
+        priority: u32,
+        /// The new payload.
+        payload: T,
+    },
+    /// Removes the rule with this match and priority. Fails with [`Error::NotFound`] if there
+    /// is none.
+    Remove {
+        /// The rule's match.
+        rule_match: Match,
+        /// The rule's priority.
+        priority: u32,
+    },
+    /// Removes every rule (the first half of a `replace-flows`).
+    Clear,
+}
+
+/// An atomic group of changes: readers see all of it or none of it.
+#[derive(Debug, Clone)]
+pub struct Batch<T> {
+    pub(crate) ops: Vec<Op<T>>,
+}
+
+impl<T> Default for Batch<T> {
+    fn default() -> Self {
+        Batch { ops: Vec::new() }
+    }
+}
+
+impl<T> Batch<T> {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    /// Appends [`Op::Insert`].
+    pub fn insert(
+        &mut self,
+        rule_match: Match,
+        priority: u32,
+        cookie: u64,
+        payload: T,
+    ) -> &mut Self {
+        self.ops.push(Op::Insert {
+            rule_match,
+            priority,
+            cookie,
+            payload,
+        });
+        self
+    }
+
+    /// Appends [`Op::Modify`].
+    pub fn modify(&mut self, rule_match: Match, priority: u32, payload: T) -> &mut Self {
+        self.ops.push(Op::Modify {
+            rule_match,
+            priority,
+            payload,
+        });
+        self
+    }
+
+    /// Appends [`Op::Remove`].
+    pub fn remove(&mut self, rule_match: Match, priority: u32) -> &mut Self {
+        self.ops.push(Op::Remove {
+            rule_match,
+            priority,
+        });
+        self
+    }
+
+    /// Appends [`Op::Clear`].
+    pub fn clear(&mut self) -> &mut Self {
+        self.ops.push(Op::Clear);
+        self
+    }
+
+    /// Appends any operation.
+    pub fn push(&mut self, op: Op<T>) -> &mut Self {
+        self.ops.push(op);
+        self
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True if the batch has no operation.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// Checks what can be checked without the table: the mask's bits and the prerequisites.
+pub(crate) fn validate(m: &Match) -> Result<(), Error> {
+    let valid = FlowKey::valid_bits();
+    for (w, (bits, ok)) in m.mask().words.iter().zip(valid.words.iter()).enumerate() {
+        let bad = bits & !ok;
+        if bad != 0 {
+            return Err(Error::InvalidMask { word: w, bits: bad });
+        }
+    }
+    m.check_prerequisites().map_err(Error::Prerequisite)
+}
+
+/// The classifier's writer: owns the rules, commits batches, hands out [`Reader`]s.
+///
+/// There is one writer (it is `Send`, not `Clone`); readers are any number of [`Reader`]s in
+/// any threads.
+pub struct Classifier<T> {
+    shared: Arc<ArcSwap<RuleSet<T>>>,
+    spare: Arc<RuleSet<T>>,
+    /// Primitives applied to the published version and not yet to the spare.
+    pending: Vec<Prim<T>>,
+    masks: HashMap<FlowKey, Arc<Mask>, WordBuildHasher>,
+    masks_pruned_at: usize,
+    prefixes: Arc<[PrefixField]>,
+    next_seq: u64,
+}
+
+impl<T> std::fmt::Debug for Classifier<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Classifier")
+            .field("n_rules", &self.shared.load().len())
+            .field("prefixes", &self.prefixes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Default for Classifier<T> {
+    fn default() -> Self {
+        Classifier::new()
+    }
+}
+
+impl<T> Classifier<T> {
+    /// An empty classifier with OVS's default prefix fields, `nw_dst` and `nw_src`.
+    pub fn new() -> Self {
+        Classifier::with_prefixes(&[fields::NW_DST, fields::NW_SRC])
+            .expect("the default prefix fields are valid")
+    }
+
+    /// An empty classifier that keeps prefix tries over `prefixes` (at most
+    /// [`MAX_PREFIXES`](crate::MAX_PREFIXES) distinct fields; none turns prefix tracking off).
+    pub fn with_prefixes(prefixes: &[KeyField]) -> Result<Self, Error> {
+        if prefixes.len() > MAX_PREFIXES {
+            return Err(Error::TooManyPrefixes {
+                n: prefixes.len(),
+                max: MAX_PREFIXES,
+            });
+        }
+        let mut pfs = Vec::new();
+        for (i, f) in prefixes.iter().enumerate() {
+            if prefixes[..i].contains(f) {
+                return Err(Error::BadPrefixField {
+                    field: f.name,
+                    why: "listed twice",
+                });
+            }
+            if f.width == 0 || f.width > 128 || (f.width > 64 && f.width != 128) {
+                return Err(Error::BadPrefixField {
+                    field: f.name,
+                    why: "width must be 1 to 64, or 128",
+                });
+            }
+            let stage = packet::key::STAGES
+                .iter()
+                .position(|s| (s.start..s.end).contains(&usize::from(f.word)))
+                .ok_or(Error::BadPrefixField {
+                    field: f.name,
+                    why: "outside the key",
+                })?;
+            pfs.push(PrefixField {
+                field: *f,
+                stage: u8::try_from(stage).expect("four stages"),
+            });
+        }
+        let prefixes: Arc<[PrefixField]> = pfs.into();
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64);
+        let a = RuleSet::new(prefixes.clone(), seed);
+        let b = RuleSet::new(prefixes.clone(), seed);
+        Ok(Classifier {
+            shared: Arc::new(ArcSwap::from_pointee(a)),
+            spare: Arc::new(b),
+            pending: Vec::new(),
+            masks: HashMap::default(),
+            masks_pruned_at: 0,
+            prefixes,
+            next_seq: 0,
+        })
+    }
+
+    /// A handle for lookups from any thread.
+    pub fn reader(&self) -> Reader<T> {
+        Reader {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The published version (what readers see now).
+    pub fn snapshot(&self) -> Snapshot<T> {
+        Snapshot(self.shared.load())
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.shared.load().len()
+    }
+
+    /// True if there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Inserts (or replaces) one rule; see [`Op::Insert`].
+    pub fn insert(
+        &mut self,
+        rule_match: Match,
+        priority: u32,
+        cookie: u64,
+        payload: T,
+    ) -> Result<Arc<Rule<T>>, Error> {
+        let mut b = Batch::new();
+        b.insert(rule_match, priority, cookie, payload);
+        self.commit_one(b)
+    }
+
+    /// Changes one rule's payload; see [`Op::Modify`].
+    pub fn modify(
+        &mut self,
+        rule_match: Match,
+        priority: u32,
+        payload: T,
+    ) -> Result<Arc<Rule<T>>, Error> {
+        let mut b = Batch::new();
+        b.modify(rule_match, priority, payload);
+        self.commit_one(b)
+    }
+
+    /// Removes one rule; see [`Op::Remove`].
+    pub fn remove(&mut self, rule_match: Match, priority: u32) -> Result<Arc<Rule<T>>, Error> {
+        let mut b = Batch::new();
+        b.remove(rule_match, priority);
+        self.commit_one(b)
+    }
+
+    fn commit_one(&mut self, b: Batch<T>) -> Result<Arc<Rule<T>>, Error> {
+        let mut v = self.commit(b).map_err(|e| match e {
+            Error::InBatch { source, .. } => *source,
+            e => e,
+        })?;
+        Ok(v.pop().expect("one operation gives one rule"))
+    }
+
+    /// Applies `batch` atomically and publishes it. Returns, per operation, the rule it
+    /// inserted, modified (the new version) or removed ([`Op::Clear`] gives none).
+    ///
+    /// On error nothing is published and the rules are as before; the error names the
+    /// failing operation. Blocks only while a reader still holds the spare version, which
+    /// a reader does for one lookup (or one short [`Snapshot`]).
+    pub fn commit(&mut self, batch: Batch<T>) -> Result<Vec<Arc<Rule<T>>>, Error> {
+        for (index, op) in batch.ops.iter().enumerate() {
+            let m = match op {
+                Op::Insert { rule_match, .. }
+                | Op::Modify { rule_match, .. }
+                | Op::Remove { rule_match, .. } => rule_match,
+                Op::Clear => continue,
+            };
+            validate(m).map_err(|e| e.at(index))?;
+        }
+        self.sync_spare();
+        let mut applied: Vec<Prim<T>> = Vec::with_capacity(batch.ops.len());
+        let mut out = Vec::with_capacity(batch.ops.len());
+        for (index, op) in batch.ops.into_iter().enumerate() {
+            if let Err(e) = self.apply_op(op, &mut applied, &mut out) {
+                let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+                for p in applied.iter().rev() {
+                    spare.apply(&p.inverse());
+                }
+                spare.finish_batch();
+                return Err(e.at(index));
+            }
+        }
+        let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+        spare.finish_batch();
+        let next = std::mem::replace(
+            &mut self.spare,
+            Arc::new(RuleSet::new(self.prefixes.clone(), 0)),
+        );
+        self.spare = self.shared.swap(next);
+        self.pending = applied;
+        self.prune_masks();
+        Ok(out)
+    }
+
+    /// Waits until no reader holds the spare, then replays the pending primitives on it.
+    fn sync_spare(&mut self) {
+        let mut spins = 0u32;
+        while Arc::get_mut(&mut self.spare).is_none() {
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+            spins = spins.saturating_add(1);
+        }
+        let spare = Arc::get_mut(&mut self.spare).expect("checked above");
+        if !self.pending.is_empty() {
+            for p in self.pending.drain(..) {
+                spare.apply(&p);
+            }
+            spare.finish_batch();
+        }
+    }
+
+    fn intern(&mut self, mask: &FlowKey) -> Arc<Mask> {
+        if let Some(m) = self.masks.get(mask) {
+            return m.clone();
+        }
+        let m = Arc::new(Mask::compile(
+            mask,
+            &self.prefixes.iter().map(|p| p.field).collect::<Vec<_>>(),
+        ));
+        self.masks.insert(*mask, m.clone());
+        m
+    }
+
+    /// Forgets interned masks no rule uses any more, once the map has doubled.
+    fn prune_masks(&mut self) {
+        if self.masks.len() > 64 && self.masks.len() > 2 * self.masks_pruned_at {
+            self.masks.retain(|_, m| Arc::strong_count(m) > 1);
+            self.masks_pruned_at = self.masks.len();
+        }
+    }
+
+    fn make_rule(
+        &mut self,
+        m: &Match,
+        priority: u32,
+        seq: u64,
+        cookie: u64,
+        stats: Arc<RuleStats>,
+        payload: T,
+    ) -> Rule<T> {
+        let mask = self.intern(m.mask());
+        let values = Values::new(m.value(), &mask);
+        Rule {
+            rank: rank(priority, seq),
+            priority,
+            seq,
+            cookie,
+            mask,
+            values,
+            stats,
+            payload,
+        }
+    }
+
+    fn apply_op(
+        &mut self,
+        op: Op<T>,
+        applied: &mut Vec<Prim<T>>,
+        out: &mut Vec<Arc<Rule<T>>>,
+    ) -> Result<(), Error> {
+        let prim = match op {
+            Op::Insert {
+                rule_match,
+                priority,
+                cookie,
+                payload,
+            } => {
+                let seq = self.next_seq;
+                let probe =
+                    self.make_rule(&rule_match, priority, seq, cookie, Arc::default(), payload);
+                let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+                match spare
+                    .find_exact(&probe.mask, probe.values.as_slice(), priority)
+                    .cloned()
+                {
+                    Some(old) => {
+                        let new = Arc::new(Rule {
+                            rank: old.rank,
+                            seq: old.seq,
+                            ..probe
+                        });
+                        Prim::Replace { old, new }
+                    }
+                    None => {
+                        self.next_seq += 1;
+                        Prim::Insert(Arc::new(probe))
+                    }
+                }
+            }
+            Op::Modify {
+                rule_match,
+                priority,
+                payload,
+            } => {
+                let old = self.find_existing(&rule_match, priority)?;
+                let new = Arc::new(Rule {
+                    rank: old.rank,
+                    priority,
+                    seq: old.seq,
+                    cookie: old.cookie,
+                    mask: old.mask.clone(),
+                    values: old.values.clone(),
+                    stats: old.stats.clone(),
+                    payload,
+                });
+                Prim::Replace { old, new }
+            }
+            Op::Remove {
+                rule_match,
+                priority,
+            } => Prim::Remove(self.find_existing(&rule_match, priority)?),
+            Op::Clear => {
+                let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+                let all: Vec<Arc<Rule<T>>> = spare.rules().cloned().collect();
+                for r in all {
+                    let p = Prim::Remove(r);
+                    spare.apply(&p);
+                    applied.push(p);
+                }
+                return Ok(());
+            }
+        };
+        let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+        spare.apply(&prim);
+        out.push(match &prim {
+            Prim::Insert(r) | Prim::Remove(r) => r.clone(),
+            Prim::Replace { new, .. } => new.clone(),
+        });
+        applied.push(prim);
+        Ok(())
+    }
+
+    fn find_existing(&mut self, m: &Match, priority: u32) -> Result<Arc<Rule<T>>, Error> {
+        let mask = self.intern(m.mask());
+        let values = Values::new(m.value(), &mask);
+        let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+        spare
+            .find_exact(&mask, values.as_slice(), priority)
+            .cloned()
+            .ok_or(Error::NotFound { priority })
+    }
+}
+
+/// A lookup handle for reader threads: cheap to clone, `Send + Sync` when `T` is.
+pub struct Reader<T> {
+    shared: Arc<ArcSwap<RuleSet<T>>>,
+}
+
+impl<T> Clone for Reader<T> {
+    fn clone(&self) -> Self {
+        Reader {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Reader<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader").finish_non_exhaustive()
+    }
+}
+
+impl<T> Reader<T> {
+    /// The current version, to run several lookups on one consistent set of rules (a
+    /// packet batch). Hold it briefly: the writer's next commit waits for it.
+    #[inline]
+    pub fn snapshot(&self) -> Snapshot<T> {
+        Snapshot(self.shared.load())
+    }
+
+    /// One lookup on the current version; see [`RuleSet::lookup`].
+    #[inline]
+    pub fn lookup(&self, key: &FlowKey, wc: Option<&mut FlowKey>) -> Option<Arc<Rule<T>>> {
+        self.shared.load().lookup(key, wc).cloned()
+    }
+}
+
+/// A consistent version of the rules held by a reader; dereferences to [`RuleSet`].
+pub struct Snapshot<T>(Guard<Arc<RuleSet<T>>>);
+
+impl<T> std::ops::Deref for Snapshot<T> {
+    type Target = RuleSet<T>;
+
+    #[inline]
+    fn deref(&self) -> &RuleSet<T> {
+        &self.0
+    }
+}
+
+impl<T> std::fmt::Debug for Snapshot<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("n_rules", &self.len())
+            .finish_non_exhaustive()
+    }
+}
