@@ -44,7 +44,7 @@ enum_with_unknown! {
 }
 
 impl Protocol {
-    /// True for the IPv6 extension headers walked by `ipv6::ExtHeaderIter`.
+    /// True for the IPv6 extension headers walked by [`super::ipv6::walk`].
     pub fn is_ipv6_extension(self) -> bool {
         matches!(
             self,

@@ -25,7 +25,11 @@ pub mod arp;
 pub mod ethernet;
 pub mod ip;
 pub mod ipv4;
+pub mod ipv6;
 pub mod mpls;
+pub mod sctp;
+pub mod tcp;
+pub mod udp;
 pub mod vlan;
 
 /// Why a header could not be viewed or parsed.
