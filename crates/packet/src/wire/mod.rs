@@ -23,6 +23,8 @@
 
 pub mod arp;
 pub mod ethernet;
+pub mod icmpv4;
+pub mod icmpv6;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
