@@ -23,6 +23,7 @@
 
 pub mod arp;
 pub mod ethernet;
+pub mod geneve;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ip;
@@ -33,6 +34,7 @@ pub mod sctp;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
+pub mod vxlan;
 
 /// Why a header could not be viewed or parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
