@@ -11,3 +11,4 @@
 
 pub mod bridge;
 pub mod odp;
+pub mod vsctl;
