@@ -4,7 +4,9 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod cases;
 pub mod field;
+pub mod flow;
 pub mod flow_match;
 pub mod ofctl;
 pub mod subfield;

@@ -1,0 +1,650 @@
+//! Parsing ovs-ofctl flow text (OVS `parse_ofp_str`): `key=value` or `key:value` pairs
+//! separated by commas or white space, then `actions=...`.
+//!
+//! Besides the match, the parser computes the flow's *usable protocols* as ovs-ofctl does:
+//! each field narrows the set by whether its mask is exact, CIDR or arbitrary (the
+//! registry's three sets), some keywords narrow it (`table` needs a table-id capable
+//! protocol, `reset_counts` OpenFlow 1.2+, `no_packet_counts` 1.3+, a cookie mask NXM or
+//! 1.1+, `out_group` 1.1+), matching L3/L4 fields of IPv6 needs NXM or OXM, and the
+//! actions narrow it last. An empty set is `actions are invalid with specified match
+//! (OFPBAC_MATCH_INCONSISTENT)`. ovs-ofctl then picks the first usable protocol among the
+//! ones its options allow, in the order OpenFlow 1.0, NXM, OpenFlow 1.1, 1.2, ... 1.5.
+//!
+//! # Prerequisites
+//!
+//! OVS does not check prerequisites while parsing; the switch does when it decodes the
+//! flow_mod. With the OpenFlow 1.0 standard match it silently drops fields whose
+//! prerequisites fail (`ofputil_normalize_match`), with NXM or OXM it rejects the flow
+//! (`OFPBMC_BAD_PREREQ`). [`parse_flow`] does the same for the chosen protocol.
+
+use packet::key::fields;
+
+use crate::action::OfVersion;
+use crate::field::{Field, Protocols};
+use crate::flow::{FlowEntry, FlowFlags, OFPG_ANY};
+use crate::flow_match::{
+    Match, ETH_TYPE_ARP, ETH_TYPE_IP, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MCAST,
+    ETH_TYPE_RARP,
+};
+use crate::ofctl::actions::{parse_actions, ActionContext};
+use crate::ofctl::value::{parse_int, parse_port, parse_value_mask};
+use crate::subfield::Subfield;
+use crate::Error;
+
+/// What the flow text is for: ovs-ofctl accepts different keywords per command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FlowCommand {
+    /// `add-flow`: actions required; timeouts, priority, flags, importance allowed.
+    #[default]
+    Add,
+    /// `mod-flows`: like add, without importance.
+    Modify,
+    /// `mod-flows --strict`.
+    ModifyStrict,
+    /// `del-flows`: no actions; `out_port`/`out_group` allowed.
+    Delete,
+    /// `del-flows --strict`: also a priority.
+    DeleteStrict,
+    /// `dump-flows`: a match with `out_port`/`out_group`.
+    Query,
+}
+
+/// Options that change how flow text is read: the protocols ovs-ofctl's command line
+/// allows, the command, and port names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ParseOptions {
+    /// Protocols the command line allows (`-O`, `--protocols`, `-F`).
+    pub allowed: Protocols,
+    /// The command the text is for.
+    pub command: FlowCommand,
+    /// Port names accepted wherever a port number is (`in_port=p1`, `output:p1`), as OVS's
+    /// port map. Reserved names (`LOCAL`, ...) are always accepted.
+    pub port_names: Vec<(String, u16)>,
+}
+
+impl Default for ParseOptions {
+    /// Every protocol allowed, command `add`.
+    fn default() -> Self {
+        ParseOptions {
+            allowed: Protocols::ANY,
+            command: FlowCommand::Add,
+            port_names: Vec::new(),
+        }
+    }
+}
+
+impl ParseOptions {
+    /// Reads ovs-ofctl options: `-O VERSIONS` / `--protocols VERSIONS` (`OpenFlow10` ...
+    /// `OpenFlow15`, comma-separated) and `-F FORMATS` / `--flow-format FORMATS` (`nxm`,
+    /// `OpenFlow10`, `OXM-OpenFlow13`...). As in ovs-ofctl, the versions default to
+    /// OpenFlow 1.0 alone and the allowed protocols are the formats those versions speak.
+    pub fn from_ofctl_options(s: &str) -> Result<ParseOptions, Error> {
+        let mut versions: Vec<OfVersion> = Vec::new();
+        let mut formats = Protocols::ANY;
+        let words: Vec<&str> = s.split_whitespace().collect();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            let (opt, inline) = match w.split_once('=') {
+                Some((o, v)) if o.starts_with("--") => (o, Some(v)),
+                _ => (w, None),
+            };
+            let (opt, inline) = match (opt, inline) {
+                (o, None) if o.starts_with("-O") && o.len() > 2 => ("-O", Some(&o[2..])),
+                (o, None) if o.starts_with("-F") && o.len() > 2 => ("-F", Some(&o[2..])),
+                other => other,
+            };
+            let mut arg = || -> Result<&str, Error> {
+                if let Some(v) = inline {
+                    return Ok(v);
+                }
+                i += 1;
+                words
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| Error::Parse(format!("option '{opt}' requires an argument")))
+            };
+            match opt {
+                "-O" | "--protocols" => {
+                    for v in arg()?.split(',').filter(|v| !v.is_empty()) {
+                        versions.push(parse_version(v)?);
+                    }
+                }
+                "-F" | "--flow-format" => {
+                    let v = arg()?;
+                    formats = Protocols::from_ofctl_string(v)
+                        .ok_or_else(|| Error::Parse(format!("{v}: unknown flow protocol")))?;
+                }
+                _ => return Err(Error::Parse(format!("unknown option '{w}'"))),
+            }
+            i += 1;
+        }
+        if versions.is_empty() {
+            versions.push(OfVersion::Of10);
+        }
+        let by_version = versions
+            .iter()
+            .fold(Protocols::NONE, |a, v| a.or(Protocols::from_version(*v)));
+        let allowed = formats.and(by_version);
+        if allowed.is_empty() {
+            return Err(Error::Parse(format!(
+                "None of the enabled OpenFlow versions supports any of the enabled flow \
+                 formats ({}).",
+                formats.to_ofctl_string()
+            )));
+        }
+        Ok(ParseOptions {
+            allowed,
+            command: FlowCommand::Add,
+            port_names: Vec::new(),
+        })
+    }
+}
+
+fn parse_version(v: &str) -> Result<OfVersion, Error> {
+    Ok(match v.to_ascii_lowercase().as_str() {
+        "openflow10" => OfVersion::Of10,
+        "openflow11" => OfVersion::Of11,
+        "openflow12" => OfVersion::Of12,
+        "openflow13" => OfVersion::Of13,
+        "openflow14" => OfVersion::Of14,
+        "openflow15" => OfVersion::Of15,
+        _ => return Err(Error::Parse(format!("Unknown OpenFlow version: \"{v}\""))),
+    })
+}
+
+/// The result of parsing a flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedFlow {
+    /// The flow entry.
+    pub flow: FlowEntry,
+    /// The protocols that can express it (what `ovs-ofctl parse-flow` reports).
+    pub usable: Protocols,
+    /// The protocol ovs-ofctl would send it with: the first usable one the options allow.
+    pub chosen: Protocols,
+}
+
+impl ParsedFlow {
+    /// The OpenFlow version of the chosen protocol (what decides how actions print).
+    pub fn version(&self) -> OfVersion {
+        self.chosen.version()
+    }
+
+    /// The flow as `ovs-ofctl parse-flow` prints it (after `OFPT_FLOW_MOD: ADD `).
+    pub fn to_ofctl_string(&self) -> String {
+        self.flow.to_ofctl_string(self.version())
+    }
+}
+
+/// Splits ovs-ofctl `key=value` text into pairs (OVS `ofputil_parse_key_value`): pairs are
+/// separated by commas or white space; a key ends at `=`, `:` or `(`; a value after `=` or
+/// `:` ends at a comma or white space outside parentheses, a value after `(` at the
+/// matching `)`. A key without a value gets an empty one.
+pub fn split_key_values(s: &str) -> Vec<(&str, &str)> {
+    let b = s.as_bytes();
+    let is_sep = |c: u8| matches!(c, b',' | b' ' | b'\t' | b'\r' | b'\n');
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < b.len() && is_sep(b[i]) {
+            i += 1;
+        }
+        if i >= b.len() {
+            return out;
+        }
+        let key_start = i;
+        while i < b.len() && !matches!(b[i], b':' | b'=' | b'(') && !is_sep(b[i]) {
+            i += 1;
+        }
+        let key = &s[key_start..i];
+        let delim = b.get(i).copied();
+        if delim.is_some() {
+            i += 1;
+        }
+        let paren = match delim {
+            Some(b':' | b'=') => false,
+            Some(b'(') => true,
+            _ => {
+                out.push((key, ""));
+                continue;
+            }
+        };
+        let value_start = i;
+        let mut end = value_end(b, i, paren);
+        if paren && b.get(end) == Some(&b')') && b[end + 1..].starts_with(b"->") {
+            end = value_end(b, end, false);
+        }
+        out.push((key, &s[value_start..end]));
+        i = end;
+        if i < b.len() {
+            i += 1;
+        }
+    }
+}
+
+/// OVS `parse_value`: the end of a value starting at `i`, skipping balanced parentheses.
+fn value_end(b: &[u8], mut i: usize, paren: bool) -> usize {
+    let is_delim = |c: u8| {
+        if paren {
+            c == b')'
+        } else {
+            matches!(c, b',' | b' ' | b'\t' | b'\r' | b'\n')
+        }
+    };
+    while i < b.len() && !is_delim(b[i]) {
+        if b[i] == b'(' {
+            let mut level = 0i32;
+            loop {
+                match b.get(i) {
+                    None => return i,
+                    Some(b'(') => level += 1,
+                    Some(b')') => level -= 1,
+                    _ => {}
+                }
+                i += 1;
+                if level <= 0 {
+                    break;
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    i
+}
+
+/// The protocol shorthands (OVS `ofp_parse_protocol`): name, `dl_type`, `nw_proto`.
+pub const PROTOCOL_SHORTHANDS: [(&str, u16, u8); 17] = [
+    ("ip", ETH_TYPE_IP, 0),
+    ("ipv4", ETH_TYPE_IP, 0),
+    ("ip4", ETH_TYPE_IP, 0),
+    ("arp", ETH_TYPE_ARP, 0),
+    ("icmp", ETH_TYPE_IP, 1),
+    ("tcp", ETH_TYPE_IP, 6),
+    ("udp", ETH_TYPE_IP, 17),
+    ("sctp", ETH_TYPE_IP, 132),
+    ("ipv6", ETH_TYPE_IPV6, 0),
+    ("ip6", ETH_TYPE_IPV6, 0),
+    ("icmp6", ETH_TYPE_IPV6, 58),
+    ("tcp6", ETH_TYPE_IPV6, 6),
+    ("udp6", ETH_TYPE_IPV6, 17),
+    ("sctp6", ETH_TYPE_IPV6, 132),
+    ("rarp", ETH_TYPE_RARP, 0),
+    ("mpls", ETH_TYPE_MPLS, 0),
+    ("mplsm", ETH_TYPE_MPLS_MCAST, 0),
+];
+
+/// A field named as ovs-ofctl's flow syntax accepts it: its name or its alias (OVS
+/// `mf_from_name`; NXM/OXM names are for subfields only).
+pub fn field_by_ofctl_name(name: &str) -> Option<&'static Field> {
+    Field::by_name(name).filter(|f| f.name == name || f.alias == Some(name))
+}
+
+/// Match-side state of a parse: the match and its usable protocols.
+#[derive(Debug, Clone, Copy)]
+struct MatchBuilder {
+    m: Match,
+    usable: Protocols,
+}
+
+impl MatchBuilder {
+    fn new() -> Self {
+        MatchBuilder {
+            m: Match::catch_all(),
+            usable: Protocols::ANY,
+        }
+    }
+
+    /// Tries `name=value` as a match item; `Ok(false)` if `name` is not a match keyword.
+    fn item(&mut self, name: &str, value: &str) -> Result<bool, Error> {
+        if let Some((_, dl_type, proto)) = PROTOCOL_SHORTHANDS.iter().find(|p| p.0 == name) {
+            self.m.set_exact(fields::DL_TYPE, u128::from(*dl_type));
+            if *proto != 0 {
+                self.m.set_exact(fields::NW_PROTO, u128::from(*proto));
+            }
+            return Ok(true);
+        }
+        if name == "eth" {
+            // Ethernet is the only packet type a key holds.
+            return Ok(true);
+        }
+        if let Some(f) = field_by_ofctl_name(name) {
+            let s = if value.is_empty() { "0/0" } else { value };
+            let (v, mask) = parse_value_mask(f, s)?;
+            self.usable = self.usable.and(self.m.set_field(f, v, mask));
+            return Ok(true);
+        }
+        if name.contains('[') {
+            self.subfield(name, value)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// `FIELD[BITS]=VALUE` (OVS `parse_subfield`).
+    fn subfield(&mut self, name: &str, value: &str) -> Result<(), Error> {
+        let sf = Subfield::parse(name)?;
+        let f = sf.field;
+        let val = parse_int(value, f.n_bytes())
+            .ok_or_else(|| Error::Parse(format!("{name}: cannot parse integer value: {value}")))?;
+        let n = u32::from(sf.n_bits);
+        if n < 128 && val >> n != 0 {
+            return Err(Error::Parse(format!(
+                "{name}: value {} does not fit into {} bits",
+                crate::ofctl::value::format_value(f, val),
+                sf.n_bits
+            )));
+        }
+        let bits = if n >= 128 {
+            u128::MAX
+        } else {
+            ((1u128 << n) - 1) << sf.ofs
+        };
+        let (cur_v, cur_m) = self.m.get_field(f);
+        let v = (cur_v & !bits) | ((val << sf.ofs) & bits);
+        let m = cur_m | bits;
+        self.usable = self.usable.and(self.m.set_field(f, v, m));
+        Ok(())
+    }
+
+    /// OVS's cross-field rule: OpenFlow 1.0 and 1.1 cannot match L3/L4 fields of IPv6.
+    fn finish(&mut self) {
+        let mk = self.m.mask();
+        if self.m.value().dl_type() == ETH_TYPE_IPV6
+            && (mk.nw_proto() != 0 || mk.nw_tos() != 0 || mk.tp_src() != 0 || mk.tp_dst() != 0)
+        {
+            self.usable = self.usable.and(Protocols::NXM_OXM);
+        }
+    }
+}
+
+/// Parses a match alone (no actions, no flow keywords), e.g. `tcp,nw_dst=10.0.0.0/8`.
+pub fn parse_match(s: &str) -> Result<Match, Error> {
+    parse_match_usable(s).map(|(m, _)| m)
+}
+
+/// Parses a match alone and returns it with its usable protocols.
+pub fn parse_match_usable(s: &str) -> Result<(Match, Protocols), Error> {
+    let mut b = MatchBuilder::new();
+    for (name, value) in split_key_values(s) {
+        if !b.item(name, value)? {
+            return Err(Error::Parse(format!("unknown keyword {name}")));
+        }
+    }
+    b.finish();
+    Ok((b.m, b.usable))
+}
+
+fn str_to_u16(value: &str, name: &str) -> Result<u16, Error> {
+    parse_c_uint(value)
+        .and_then(|v| u16::try_from(v).ok())
+        .ok_or_else(|| Error::Parse(format!("invalid {name} \"{value}\"")))
+}
+
+/// A C `strtol(.., 0)` style unsigned number: decimal, `0x` hex or `0` octal.
+fn parse_c_uint(s: &str) -> Option<u64> {
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// A C `strtoull(.., 0)` number, where `-N` wraps (so `-1` is all ones).
+fn str_to_u64(s: &str) -> Result<u64, Error> {
+    if s.is_empty() {
+        return Err(Error::Parse(
+            "missing required numeric argument".to_string(),
+        ));
+    }
+    let v = match s.strip_prefix('-') {
+        Some(rest) => parse_c_uint(rest).map(u64::wrapping_neg),
+        None => parse_c_uint(s),
+    };
+    v.ok_or_else(|| Error::Parse(format!("invalid numeric format {s}")))
+}
+
+/// Parses one flow in ovs-ofctl syntax (OVS `parse_ofp_str`, as `ovs-ofctl parse-flow`
+/// reads it) and computes its usable and chosen protocols.
+///
+/// ```
+/// use openflow::ofctl::{parse_flow, ParseOptions};
+/// let p = parse_flow("cookie=0x123456789abcdef hard_timeout=10 priority=60000 actions=drop",
+///                    &ParseOptions::default()).unwrap();
+/// assert_eq!(p.to_ofctl_string(), "priority=60000 cookie:0x123456789abcdef hard:10 actions=drop");
+/// ```
+pub fn parse_flow(text: &str, opts: &ParseOptions) -> Result<ParsedFlow, Error> {
+    let cmd = opts.command;
+    let has_actions = matches!(
+        cmd,
+        FlowCommand::Add | FlowCommand::Modify | FlowCommand::ModifyStrict
+    );
+    let has_out_port = matches!(
+        cmd,
+        FlowCommand::Delete | FlowCommand::DeleteStrict | FlowCommand::Query
+    );
+    let has_priority = cmd != FlowCommand::Delete && cmd != FlowCommand::Query;
+    let has_importance = cmd == FlowCommand::Add;
+
+    let (match_text, act_text) = if has_actions {
+        let at = text
+            .find("action")
+            .ok_or_else(|| Error::Parse("must specify an action".to_string()))?;
+        let eq = text[at..]
+            .find('=')
+            .ok_or_else(|| Error::Parse("must specify an action".to_string()))?;
+        (&text[..at], Some(&text[at + eq + 1..]))
+    } else {
+        (text, None)
+    };
+
+    let mut flow = FlowEntry::default();
+    let mut b = MatchBuilder::new();
+    for (name, value) in split_key_values(match_text) {
+        if has_actions {
+            let flag = match name {
+                "send_flow_rem" => Some((FlowFlags::SEND_FLOW_REM, Protocols::ANY)),
+                "check_overlap" => Some((FlowFlags::CHECK_OVERLAP, Protocols::ANY)),
+                "reset_counts" => Some((FlowFlags::RESET_COUNTS, Protocols::OF12_UP)),
+                "no_packet_counts" => Some((FlowFlags::NO_PKT_COUNTS, Protocols::OF13_UP)),
+                "no_byte_counts" => Some((FlowFlags::NO_BYT_COUNTS, Protocols::OF13_UP)),
+                _ => None,
+            };
+            if let Some((f, p)) = flag {
+                flow.flags.insert(f);
+                b.usable = b.usable.and(p);
+                continue;
+            }
+        }
+        if matches!(name, "no_readonly_table" | "allow_hidden_fields") {
+            continue;
+        }
+        if b.item(name, value)? {
+            continue;
+        }
+        if value.is_empty() {
+            return Err(Error::Parse(format!("field {name} missing value")));
+        }
+        match name {
+            "table" => {
+                let t = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|t| *t <= 255)
+                    .and_then(|t| u8::try_from(t).ok())
+                    .ok_or_else(|| Error::Parse(format!("unknown table \"{value}\"")))?;
+                flow.table = Some(t);
+                if t != 255 {
+                    b.usable = b.usable.and(Protocols::TID);
+                }
+            }
+            "out_port" if has_out_port => {
+                flow.out_port = parse_port(value)
+                    .map_err(|_| Error::Parse(format!("{value} is not a valid OpenFlow port")))?;
+            }
+            "out_group" if has_out_port => {
+                b.usable = b.usable.and(Protocols::OF11_UP);
+                flow.out_group = parse_group(value).ok_or_else(|| {
+                    Error::Parse(format!("{value} is not a valid OpenFlow group"))
+                })?;
+            }
+            "priority" if has_priority => flow.priority = str_to_u16(value, name)?,
+            "idle_timeout" if has_actions => flow.idle_timeout = str_to_u16(value, name)?,
+            "hard_timeout" if has_actions => flow.hard_timeout = str_to_u16(value, name)?,
+            "importance" if has_importance => flow.importance = str_to_u16(value, name)?,
+            "cookie" => {
+                if let Some((v, m)) = value.split_once('/') {
+                    if cmd == FlowCommand::Add {
+                        return Err(Error::Parse(
+                            "flow additions cannot use a cookie mask".to_string(),
+                        ));
+                    }
+                    flow.cookie = str_to_u64(v)?;
+                    flow.cookie_mask = str_to_u64(m)?;
+                    if flow.cookie_mask != 0 {
+                        b.usable = b.usable.and(Protocols::NXM_OXM_OF11);
+                    }
+                } else {
+                    if !has_actions {
+                        return Err(Error::Parse(format!(
+                            "cannot set cookie (to match on a cookie, specify a mask, e.g. \
+                             cookie={value}/-1)"
+                        )));
+                    }
+                    flow.cookie = str_to_u64(value)?;
+                }
+            }
+            // `dump-flows` output fed back: OVS ignores the counters; we keep them.
+            "n_packets" => flow.stats.n_packets = parse_c_uint(value).unwrap_or(0),
+            "n_bytes" => flow.stats.n_bytes = parse_c_uint(value).unwrap_or(0),
+            "duration" => flow.stats.duration_ms = parse_duration_ms(value).unwrap_or(0),
+            "idle_age" | "hard_age" => {}
+            _ => return Err(Error::Parse(format!("unknown keyword {name}"))),
+        }
+    }
+    b.finish();
+    let mut usable = b.usable;
+    if let Some(act) = act_text {
+        let mut ctx = ActionContext::new(&b.m, opts.allowed);
+        ctx.port_names = &opts.port_names;
+        ctx.table_id = flow.table;
+        let parsed = parse_actions(act, &ctx)?;
+        usable = usable.and(parsed.usable);
+        if usable.is_empty() {
+            return Err(Error::Parse(
+                "actions are invalid with specified match (OFPBAC_MATCH_INCONSISTENT)".to_string(),
+            ));
+        }
+        flow.actions = parsed.actions;
+    }
+    let chosen = usable.and(opts.allowed).preferred();
+    if chosen.is_empty() {
+        return Err(Error::Parse(format!(
+            "none of the usable flow formats ({}) is among the allowed flow formats ({})",
+            usable.to_ofctl_string(),
+            opts.allowed.to_ofctl_string()
+        )));
+    }
+    let mut m = b.m;
+    if chosen.intersects(Protocols::OF10) {
+        normalize_of10(&mut m);
+    } else {
+        m.check_prerequisites()?;
+    }
+    flow.flow_match = m;
+    Ok(ParsedFlow {
+        flow,
+        usable,
+        chosen,
+    })
+}
+
+fn parse_group(s: &str) -> Option<u32> {
+    match s.to_ascii_lowercase().as_str() {
+        "all" => Some(0xffff_fffc),
+        "any" => Some(OFPG_ANY),
+        _ => s.parse::<u32>().ok().filter(|g| *g <= 0xffff_ff00),
+    }
+}
+
+/// `1.5s` or `1.5` (seconds) as milliseconds.
+fn parse_duration_ms(s: &str) -> Option<u64> {
+    let s = s.trim_end_matches('s');
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    let ms: String = frac.chars().chain("000".chars()).take(3).collect();
+    Some(whole.parse::<u64>().ok()? * 1000 + ms.parse::<u64>().ok()?)
+}
+
+/// Clears the fields an OpenFlow 1.0 switch ignores for the match's protocol (OVS
+/// `ofputil_normalize_match`): L3 fields without IPv4/IPv6/ARP, L4 ports without TCP, UDP,
+/// SCTP or ICMP, IPv6 fields without IPv6, ND fields without an ND type, MPLS without MPLS.
+pub fn normalize_of10(m: &mut Match) {
+    let v = *m.value();
+    let dl_type = v.dl_type();
+    let proto = v.nw_proto();
+    let (mut nw_addr, mut tp, mut nw_proto, mut ipvx) = (false, false, false, false);
+    let (mut sha, mut tha, mut ipv6, mut nd, mut mpls) = (false, false, false, false, false);
+    match dl_type {
+        ETH_TYPE_IP => {
+            nw_proto = true;
+            ipvx = true;
+            nw_addr = true;
+            tp = matches!(proto, 6 | 17 | 132 | 1);
+        }
+        ETH_TYPE_IPV6 => {
+            nw_proto = true;
+            ipvx = true;
+            ipv6 = true;
+            if matches!(proto, 6 | 17 | 132) {
+                tp = true;
+            } else if proto == 58 {
+                tp = true;
+                match v.tp_src() {
+                    135 => {
+                        nd = true;
+                        sha = true;
+                    }
+                    136 => {
+                        nd = true;
+                        tha = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        ETH_TYPE_ARP | ETH_TYPE_RARP => {
+            nw_proto = true;
+            nw_addr = true;
+            sha = true;
+            tha = true;
+        }
+        ETH_TYPE_MPLS | ETH_TYPE_MPLS_MCAST => mpls = true,
+        _ => {}
+    }
+    let clear = |m: &mut Match, on: bool, fs: &[packet::key::KeyField]| {
+        if !on {
+            for f in fs {
+                m.wildcard(*f);
+            }
+        }
+    };
+    clear(m, nw_addr, &[fields::NW_SRC, fields::NW_DST]);
+    clear(m, tp, &[fields::TP_SRC, fields::TP_DST]);
+    clear(m, nw_proto, &[fields::NW_PROTO]);
+    clear(m, ipvx, &[fields::NW_TOS, fields::NW_TTL]);
+    clear(m, sha, &[fields::ARP_SHA]);
+    clear(m, tha, &[fields::ARP_THA]);
+    clear(
+        m,
+        ipv6,
+        &[fields::IPV6_SRC, fields::IPV6_DST, fields::IPV6_LABEL],
+    );
+    clear(m, nd, &[fields::ND_TARGET]);
+    clear(
+        m,
+        mpls,
+        &[fields::MPLS_LSE0, fields::MPLS_LSE1, fields::MPLS_LSE2],
+    );
+}
