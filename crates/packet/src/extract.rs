@@ -215,7 +215,7 @@ pub struct ExtractInfo {
 }
 
 impl ExtractInfo {
-    fn stop(&mut self, offset: usize, reason: StopReason) {
+    fn set_stop(&mut self, offset: usize, reason: StopReason) {
         if self.stop.is_none() {
             self.stop = Some(ParseStop { offset, reason });
         }
@@ -324,13 +324,13 @@ pub fn extract(data: &[u8], key: &mut FlowKey) -> ExtractInfo {
             return info;
         }
         _ => {
-            info.stop(c.pos, StopReason::UnknownEthertype);
+            info.set_stop(c.pos, StopReason::UnknownEthertype);
             return info;
         }
     };
     info.l4 = Some(c.pos);
     if nw_frag & FRAG_LATER != 0 {
-        info.stop(c.pos, StopReason::LaterFragment);
+        info.set_stop(c.pos, StopReason::LaterFragment);
         return info;
     }
     parse_l4(&mut c, nw_proto, key, &mut info);
@@ -341,7 +341,7 @@ pub fn extract(data: &[u8], key: &mut FlowKey) -> ExtractInfo {
 /// `None` if the frame is shorter than an Ethernet header.
 fn parse_l2(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> Option<u16> {
     if c.remaining() < ETH_HEADER_LEN {
-        info.stop(0, StopReason::Truncated);
+        info.set_stop(0, StopReason::Truncated);
         return None;
     }
     info.l2 = Some(0);
@@ -353,12 +353,12 @@ fn parse_l2(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> Op
     let mut tpid = c.u16(0)?;
     while tpid == ETH_TYPE_VLAN_8021Q || tpid == ETH_TYPE_VLAN_8021AD {
         if info.n_vlans == MAX_VLAN_HEADERS {
-            info.stop(c.pos, StopReason::TooManyVlans);
+            info.set_stop(c.pos, StopReason::TooManyVlans);
             break;
         }
         // The tag and the ethertype behind it must be present.
         if c.remaining() < 6 {
-            info.stop(c.pos, StopReason::Truncated);
+            info.set_stop(c.pos, StopReason::Truncated);
             break;
         }
         let tci = c.u16(2)? | VLAN_CFI;
@@ -388,7 +388,7 @@ fn parse_l2(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> Op
         }
     }
     info.l3 = Some(c.pos);
-    info.stop(c.pos, StopReason::NoEthertype);
+    info.set_stop(c.pos, StopReason::NoEthertype);
     Some(DL_TYPE_NONE)
 }
 
@@ -408,11 +408,11 @@ fn parse_mpls(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
         c.pos += 4;
         // RFC 3032 § 2.1: the S (bottom of stack) bit is bit 8 of the entry.
         if lse & 0x100 != 0 {
-            info.stop(c.pos, StopReason::MplsPayload);
+            info.set_stop(c.pos, StopReason::MplsPayload);
             return;
         }
     }
-    info.stop(c.pos, StopReason::Truncated);
+    info.set_stop(c.pos, StopReason::Truncated);
 }
 
 /// IPv4 (RFC 791 § 3.1) with OVS's `ipv4_sanity_check`. Returns the protocol and fragment
@@ -420,21 +420,21 @@ fn parse_mpls(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
 fn parse_ipv4(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> Option<(u8, u8)> {
     let size = c.remaining();
     if size < IPV4_HEADER_LEN {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return None;
     }
     let ip_len = usize::from(c.u8(0)? & 0x0f) * 4;
     if ip_len < IPV4_HEADER_LEN {
-        info.stop(c.pos, StopReason::BadIpHeader);
+        info.set_stop(c.pos, StopReason::BadIpHeader);
         return None;
     }
     let tot_len = usize::from(c.u16(2)?);
     if size < ip_len || tot_len > size {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return None;
     }
     if ip_len > tot_len || size - tot_len > usize::from(u16::MAX) {
-        info.stop(c.pos, StopReason::BadIpHeader);
+        info.set_stop(c.pos, StopReason::BadIpHeader);
         return None;
     }
     info.l2_pad_len = size - tot_len;
@@ -467,16 +467,16 @@ fn parse_ipv4(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> 
 fn parse_ipv6(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> Option<(u8, u8)> {
     let size = c.remaining();
     if size < IPV6_HEADER_LEN {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return None;
     }
     let plen = usize::from(c.u16(4)?);
     if plen + IPV6_HEADER_LEN > size {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return None;
     }
     if size - (plen + IPV6_HEADER_LEN) > usize::from(u16::MAX) {
-        info.stop(c.pos, StopReason::BadIpHeader);
+        info.set_stop(c.pos, StopReason::BadIpHeader);
         return None;
     }
     info.l2_pad_len = size - (plen + IPV6_HEADER_LEN);
@@ -490,7 +490,7 @@ fn parse_ipv6(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> 
 
     let mut frag = 0;
     if !walk_ipv6_ext_headers(c, &mut proto, &mut frag) {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return None;
     }
     // RFC 8200 § 3: version (4) | traffic class (8) | flow label (20).
@@ -558,11 +558,11 @@ fn walk_ipv6_ext_headers(c: &mut Cursor<'_>, proto: &mut u8, frag: &mut u8) -> b
 /// ARP/RARP for Ethernet/IPv4 (RFC 826).
 fn parse_arp(c: &Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
     let Some(arp) = c.bytes(0, ARP_ETH_IPV4_LEN) else {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return;
     };
     if arp[0..6] != [0x00, 0x01, 0x08, 0x00, 6, 4] {
-        info.stop(c.pos, StopReason::UnsupportedArp);
+        info.set_stop(c.pos, StopReason::UnsupportedArp);
         return;
     }
     let be32 = |o: usize| u32::from_be_bytes([arp[o], arp[o + 1], arp[o + 2], arp[o + 3]]);
@@ -590,12 +590,12 @@ fn parse_l4(c: &mut Cursor<'_>, proto: u8, key: &mut FlowKey, info: &mut Extract
         IPPROTO_SCTP => SCTP_HEADER_LEN,
         IPPROTO_ICMP | IPPROTO_IGMP | IPPROTO_ICMPV6 => ICMP_HEADER_LEN,
         _ => {
-            info.stop(c.pos, StopReason::UnknownIpProto);
+            info.set_stop(c.pos, StopReason::UnknownIpProto);
             return;
         }
     };
     if size < need {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return;
     }
     let (Some(w0), Some(w1)) = (c.u16(0), c.u16(2)) else {
@@ -609,11 +609,11 @@ fn parse_l4(c: &mut Cursor<'_>, proto: u8, key: &mut FlowKey, info: &mut Extract
             };
             let hdr_len = usize::from(ctl >> 12) * 4;
             if hdr_len < TCP_HEADER_LEN {
-                info.stop(c.pos, StopReason::BadTcpHeader);
+                info.set_stop(c.pos, StopReason::BadTcpHeader);
                 return;
             }
             if size < hdr_len {
-                info.stop(c.pos, StopReason::Truncated);
+                info.set_stop(c.pos, StopReason::Truncated);
                 return;
             }
             key.set_tcp_flags(ctl & 0x0fff);
@@ -646,7 +646,7 @@ fn parse_l4(c: &mut Cursor<'_>, proto: u8, key: &mut FlowKey, info: &mut Extract
 /// (§ 4.6.1), as OVS `parse_icmpv6`.
 fn parse_nd(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
     let Some(target) = c.u128(0) else {
-        info.stop(c.pos, StopReason::Truncated);
+        info.set_stop(c.pos, StopReason::Truncated);
         return;
     };
     c.pos += 16;
@@ -660,7 +660,7 @@ fn parse_nd(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
         };
         let opt_len = usize::from(len) * 8;
         if opt_len == 0 || opt_len > c.remaining() {
-            info.stop(c.pos, StopReason::BadNdOption);
+            info.set_stop(c.pos, StopReason::BadNdOption);
             break;
         }
         if opt_len == ND_LLA_OPT_LEN
@@ -673,7 +673,7 @@ fn parse_nd(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
             };
             // A repeated option is an error, unless the first one carried a zero address.
             if *slot != 0 {
-                info.stop(c.pos, StopReason::BadNdOption);
+                info.set_stop(c.pos, StopReason::BadNdOption);
                 valid = false;
                 break;
             }

@@ -17,7 +17,7 @@
 //! - Protocol numbers are enums with an `Unknown(..)` variant and `From` in both directions, so
 //!   every value round-trips.
 //!
-//! Fast-path extraction ([`crate::extract`]) does not go through these views: it follows
+//! Fast-path extraction ([`mod@crate::extract`]) does not go through these views: it follows
 //! OVS's lax rules byte by byte. The views are for code that reads or rewrites one header
 //! (action execution, tunnels, tests, the traffic generator).
 
