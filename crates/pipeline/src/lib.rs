@@ -10,5 +10,6 @@
 #![warn(missing_docs)]
 
 pub mod bridge;
+pub mod mac_learning;
 pub mod odp;
 pub mod vsctl;
