@@ -1,0 +1,128 @@
+//! Measures the replay→null ceiling: frames replayed from a pcap (copied into pool buffers)
+//! and sunk into a null port, one thread, batches of 32. Prints Mpps and cycles/packet.
+//!
+//! ```text
+//! cargo run --release -p datapath --example replay_null -- [--flows N] [--frame-len 64]
+//!     [--seconds 5] [--pcap FILE]
+//! ```
+//!
+//! Without `--pcap`, it generates the OVS-DPDK peer's benchmark capture (`gen_pcap.py`
+//! flows) in memory; with it, it replays that file (for example the peer's
+//! `f1000_s64.pcap`), so both switches' ceilings come from the same bytes.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use datapath::flows::flows_pcap;
+use datapath::netdev::null::NullNetdev;
+use datapath::netdev::pcap_replay::{PcapReplay, ReplayConfig};
+use datapath::netdev::Netdev;
+use datapath::pcap::Capture;
+use datapath::{cycles, Batch, Pool};
+
+struct Args {
+    flows: u32,
+    frame_len: usize,
+    seconds: f64,
+    pcap: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        flows: 1000,
+        frame_len: 64,
+        seconds: 5.0,
+        pcap: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--flows" => args.flows = value()?.parse().map_err(|e| format!("--flows: {e}"))?,
+            "--frame-len" => {
+                args.frame_len = value()?.parse().map_err(|e| format!("--frame-len: {e}"))?
+            }
+            "--seconds" => {
+                args.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?
+            }
+            "--pcap" => args.pcap = Some(value()?),
+            "-h" | "--help" => return Err(
+                "usage: replay_null [--flows N] [--frame-len BYTES] [--seconds S] [--pcap FILE]"
+                    .into(),
+            ),
+            other => return Err(format!("unknown argument {other}; try --help")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (capture, source) = match &args.pcap {
+        Some(path) => match Capture::read(path) {
+            Ok(c) => (c, path.clone()),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => {
+            let bytes = flows_pcap(args.flows, args.frame_len);
+            let source = format!("generated {} flows x {} B", args.flows, args.frame_len);
+            (
+                Capture::parse(&bytes).expect("a generated capture is valid"),
+                source,
+            )
+        }
+    };
+    let n_frames = capture.len();
+    let rx = match PcapReplay::new("p0", capture, ReplayConfig::default()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sink = NullNetdev::new("p1", 1);
+    let pool = Pool::default();
+    let mut batch = Batch::new();
+    let hz = cycles::hz();
+
+    // Warm up (page faults, caches) for a tenth of the run, then measure.
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_secs_f64(args.seconds / 10.0) {
+        rx.recv(0, &pool, &mut batch);
+        sink.send(0, &mut batch);
+    }
+    let before = sink.stats().tx_packets;
+    let t0 = Instant::now();
+    let c0 = cycles::now();
+    let deadline = Duration::from_secs_f64(args.seconds);
+    'run: loop {
+        for _ in 0..1024 {
+            rx.recv(0, &pool, &mut batch);
+            sink.send(0, &mut batch);
+        }
+        if t0.elapsed() >= deadline {
+            break 'run;
+        }
+    }
+    let spent_cycles = cycles::now().wrapping_sub(c0);
+    let secs = t0.elapsed().as_secs_f64();
+    let packets = sink.stats().tx_packets - before;
+    let drops = rx.stats().drops.total() + sink.stats().drops.total();
+    println!(
+        "replay->null  source={source} frames={n_frames}  packets={packets} in {secs:.2} s  \
+         {:.2} Mpps  {:.1} cycles/pkt  (TSC {:.2} GHz)  drops={drops}",
+        packets as f64 / secs / 1e6,
+        spent_cycles as f64 / packets.max(1) as f64,
+        hz as f64 / 1e9,
+    );
+    ExitCode::SUCCESS
+}
