@@ -932,4 +932,77 @@ mod tests {
         assert_eq!(&p[4..8], &[0, 0, 5, 0]);
         assert_eq!(p.len(), 8 + 8 + 14);
     }
+
+    #[test]
+    fn build_vxlan_stack_parses_through_wire_views() {
+        use crate::wire::{arp, ethernet, ipv4, udp, vlan, vxlan, ChecksumCaps};
+        let caps = ChecksumCaps::default();
+        let p = PacketBuilder::ethernet(A, B)
+            .vlan(10, 3)
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2])
+            .udp(5000, udp::VXLAN_PORT)
+            .vxlan(42)
+            .ethernet_inner(B, A)
+            .arp_request(B, [192, 168, 0, 1], [192, 168, 0, 2])
+            .build();
+        let eth = ethernet::Frame::new_checked(&p[..]).expect("ethernet");
+        assert_eq!(eth.ethertype(), ethernet::EtherType::Vlan);
+        let tag = vlan::Tag::new_checked(eth.payload()).expect("vlan");
+        assert_eq!((tag.vid(), tag.pcp()), (10, 3));
+        let ip = ipv4::Packet::new_checked(tag.payload()).expect("ipv4");
+        let ip_repr = ipv4::Repr::parse(&ip, &caps).expect("ipv4 checksum");
+        let (s, d) = (ip_repr.src_addr.into(), ip_repr.dst_addr.into());
+        let u = udp::Packet::new_checked(ip.payload()).expect("udp");
+        let u_repr = udp::Repr::parse(&u, &s, &d, &caps).expect("udp checksum");
+        assert_eq!(u_repr.dst_port, udp::VXLAN_PORT);
+        let vx = vxlan::Packet::new_checked(u.payload()).expect("vxlan");
+        assert_eq!(vxlan::Repr::parse(&vx).map(|r| r.vni), Ok(42));
+        let inner = ethernet::Frame::new_checked(vx.payload()).expect("inner");
+        assert_eq!(inner.ethertype(), ethernet::EtherType::Arp);
+        let a = arp::Repr::parse(&arp::Packet::new_checked(inner.payload()).expect("arp"))
+            .expect("arp repr");
+        assert_eq!(a.operation, arp::Operation::Request);
+    }
+
+    #[test]
+    fn build_l4_checksums_verify_through_wire_views() {
+        use crate::wire::{icmpv4, icmpv6, ipv4, ipv6, sctp, tcp, ChecksumCaps};
+        let caps = ChecksumCaps::default();
+        let v6 = |x: u16| Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, x);
+        let p = PacketBuilder::new()
+            .ipv6(v6(1), v6(2))
+            .tcp(1, 2)
+            .payload(b"odd")
+            .build();
+        let ip = ipv6::Packet::new_checked(&p[..]).expect("ipv6");
+        let t = tcp::Packet::new_checked(ip.payload()).expect("tcp");
+        assert!(tcp::Repr::parse(&t, &v6(1).into(), &v6(2).into(), &caps).is_ok());
+
+        let p = PacketBuilder::new()
+            .ipv6(v6(1), v6(2))
+            .icmpv6_na(0x60, v6(1), Some(A))
+            .build();
+        let ip = ipv6::Packet::new_checked(&p[..]).expect("ipv6");
+        let i = icmpv6::Packet::new_checked(ip.payload()).expect("icmpv6");
+        assert!(icmpv6::Repr::parse(&i, &v6(1), &v6(2), &caps).is_ok());
+        assert!(icmpv6::NdRepr::parse(&i).is_ok());
+
+        let p = PacketBuilder::new()
+            .ipv4([1, 1, 1, 1], [2, 2, 2, 2])
+            .icmpv4_echo_request(7, 8)
+            .payload(b"ping")
+            .build();
+        let ip = ipv4::Packet::new_checked(&p[..]).expect("ipv4");
+        let i = icmpv4::Packet::new_checked(ip.payload()).expect("icmpv4");
+        assert_eq!(icmpv4::Repr::parse(&i, &caps).map(|r| r.data_len), Ok(4));
+
+        let p = PacketBuilder::new()
+            .ipv4([1, 1, 1, 1], [2, 2, 2, 2])
+            .sctp(1, 2, 3)
+            .payload(&[0; 8])
+            .build();
+        let ip = ipv4::Packet::new_checked(&p[..]).expect("ipv4");
+        let sc = sctp::Packet::new_checked(ip.payload()).expect("sctp");
+        assert!(sctp::Repr::parse(&sc, &caps).is_ok());
+    }
 }
