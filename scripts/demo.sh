@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The main job (the README's first command). Until the daemon exists (see ARCHITECTURE.md),
+# it builds ferrovs, replays OVS's own ovs-ofctl parse cases through ferrovs's flow language
+# (`N passed, M failed`), and then runs a small demo: real packets built and parsed into flow
+# keys, classified against a small OpenFlow table, with the matched rule, its actions and the
+# megaflow (the bits the lookup consulted) printed for each packet.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+
+say "building (release)"
+cargo build --release --locked -p cases --bin ferrovs-cases
+bin=target/release/ferrovs-cases
+
+say "replaying OVS's ovs-ofctl parse cases (testdata/ofctl-parse-cases.jsonl)"
+"$bin" parse testdata/ofctl-parse-cases.jsonl --quiet
+
+say "flow language: one flow in ovs-ofctl's normalized form, per OpenFlow version"
+"$bin" flow 'priority=100,in_port=1,tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=mod_vlan_vid:7,dec_ttl,output:2'
+
+say "packets through a small flow table (classifier with wildcard tracking)"
+"$bin" demo
