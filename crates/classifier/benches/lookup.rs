@@ -1,1 +1,111 @@
-fn main() {}
+//! Criterion benches: lookups (exact 5-tuple and mixed-mask rule sets at 1K, 16K and 256K
+//! rules, hits and misses, with and without wildcard tracking) and insertion (batched and
+//! single). `classifier-bench` prints the same figures as one-line results with the OVS
+//! baseline beside them.
+
+#![allow(missing_docs)]
+
+#[path = "../src/bin/classifier-bench/gen.rs"]
+#[allow(dead_code)]
+mod gen;
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use classifier::{Batch, Classifier};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use packet::key::FlowKey;
+
+fn load(w: &gen::Workload) -> Classifier<u64> {
+    let mut cls = Classifier::new();
+    let mut b = Batch::new();
+    for (i, (m, p)) in w.rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    cls.commit(b).expect("generated rules are valid");
+    cls
+}
+
+fn lookups(c: &mut Criterion) {
+    let mut g = c.benchmark_group("lookup");
+    g.measurement_time(Duration::from_secs(2)).sample_size(20);
+    for set in ["exact", "mixed"] {
+        for n in [1000usize, 16384, 262_144] {
+            let w = if set == "exact" {
+                gen::exact(n, 1)
+            } else {
+                gen::mixed(n, 20, 1)
+            };
+            let cls = load(&w);
+            let reader = cls.reader();
+            for (kind, keys) in [("hit", &w.hits), ("miss", &w.misses)] {
+                for wc in [false, true] {
+                    let id = format!("{set}/{kind}/wc={}", if wc { "on" } else { "off" });
+                    g.throughput(Throughput::Elements(32));
+                    g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| {
+                        let mut i = 0;
+                        b.iter(|| {
+                            // One snapshot per batch of 32 keys, as a PMD thread does.
+                            let snap = reader.snapshot();
+                            let mut n_hits = 0;
+                            for _ in 0..32 {
+                                let k = &keys[i];
+                                i = (i + 1) % keys.len();
+                                let hit = if wc {
+                                    let mut m = FlowKey::default();
+                                    let hit = snap.lookup(k, Some(&mut m)).is_some();
+                                    black_box(&m);
+                                    hit
+                                } else {
+                                    snap.lookup(k, None).is_some()
+                                };
+                                n_hits += usize::from(hit);
+                            }
+                            n_hits
+                        });
+                    });
+                }
+            }
+        }
+    }
+    g.finish();
+}
+
+fn insertion(c: &mut Criterion) {
+    let mut g = c.benchmark_group("insert");
+    g.measurement_time(Duration::from_secs(3)).sample_size(10);
+    let w = gen::exact(16384, 2);
+    g.throughput(Throughput::Elements(w.rules.len() as u64));
+    g.bench_function("exact/batched/16384", |b| {
+        b.iter_batched(
+            || {
+                let mut batch = Batch::new();
+                for (i, (m, p)) in w.rules.iter().enumerate() {
+                    batch.insert(*m, *p, 0, i as u64);
+                }
+                (Classifier::<u64>::new(), batch)
+            },
+            |(mut cls, batch)| {
+                cls.commit(batch).expect("valid");
+                cls
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    g.bench_function("exact/single/16384", |b| {
+        b.iter_batched(
+            Classifier::<u64>::new,
+            |mut cls| {
+                for (i, (m, p)) in w.rules.iter().enumerate() {
+                    cls.insert(*m, *p, 0, i as u64).expect("valid");
+                }
+                cls
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lookups, insertion);
+criterion_main!(benches);

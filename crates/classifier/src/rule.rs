@@ -222,11 +222,6 @@ impl<T> Rule<T> {
             .zip(m.idx.iter().zip(m.bits.iter()))
             .all(|(v, (i, b))| key.words[usize::from(*i)] & b == *v)
     }
-
-    /// True if this rule has the same match as `other` (same mask and value).
-    pub(crate) fn same_match(&self, other: &Rule<T>) -> bool {
-        Arc::ptr_eq(&self.mask, &other.mask) && self.values.as_slice() == other.values.as_slice()
-    }
 }
 
 impl<T: fmt::Debug> fmt::Debug for Rule<T> {

@@ -23,10 +23,11 @@
 /// No node.
 const NIL: u32 = u32::MAX;
 
+/// 32 bytes: the prefix is split in two words so that the node needs no 16-byte alignment.
 #[derive(Debug, Clone)]
 struct Node {
-    /// The node's prefix, left-aligned; bits past `len` are zero.
-    bits: u128,
+    /// The node's prefix, left-aligned (high and low halves); bits past `len` are zero.
+    bits: [u64; 2],
     /// Prefix length in bits (1..=128; the root of a trie may also be shorter).
     len: u8,
     /// Rules whose prefix is exactly this one.
@@ -92,6 +93,18 @@ pub(crate) fn prefix_mask(len: u8) -> u128 {
     }
 }
 
+impl Node {
+    #[inline]
+    fn bits(&self) -> u128 {
+        (u128::from(self.bits[0]) << 64) | u128::from(self.bits[1])
+    }
+}
+
+#[allow(clippy::cast_possible_truncation)] // Splitting a `u128` in halves.
+fn split(v: u128) -> [u64; 2] {
+    [(v >> 64) as u64, v as u64]
+}
+
 impl Trie {
     fn alloc(&mut self, node: Node) -> u32 {
         if let Some(i) = self.free.pop() {
@@ -117,7 +130,7 @@ impl Trie {
         loop {
             if cur == NIL {
                 let n = self.alloc(Node {
-                    bits,
+                    bits: split(bits),
                     len,
                     count: 1,
                     child: [NIL; 2],
@@ -126,7 +139,7 @@ impl Trie {
                 return;
             }
             let node = &self.nodes[cur as usize];
-            let c = common_len(node.bits, bits, node.len.min(len));
+            let c = common_len(node.bits(), bits, node.len.min(len));
             if c == node.len {
                 if node.len == len {
                     self.nodes[cur as usize].count += 1;
@@ -140,17 +153,17 @@ impl Trie {
             // The new prefix leaves this node's path at bit `c` (or ends at it).
             let new = if c == len {
                 let mut child = [NIL; 2];
-                child[bit(node.bits, len)] = cur;
+                child[bit(node.bits(), len)] = cur;
                 self.alloc(Node {
-                    bits,
+                    bits: split(bits),
                     len,
                     count: 1,
                     child,
                 })
             } else {
-                let node_bits = node.bits;
+                let node_bits = node.bits();
                 let leaf = self.alloc(Node {
-                    bits,
+                    bits: split(bits),
                     len,
                     count: 1,
                     child: [NIL; 2],
@@ -159,7 +172,7 @@ impl Trie {
                 child[bit(bits, c)] = leaf;
                 child[bit(node_bits, c)] = cur;
                 self.alloc(Node {
-                    bits: bits & prefix_mask(c),
+                    bits: split(bits & prefix_mask(c)),
                     len: c,
                     count: 0,
                     child,
@@ -177,7 +190,7 @@ impl Trie {
         let mut cur = self.root;
         while cur != NIL {
             let node = &self.nodes[cur as usize];
-            if node.len > len || common_len(node.bits, bits, node.len) < node.len {
+            if node.len > len || common_len(node.bits(), bits, node.len) < node.len {
                 return false;
             }
             if node.len == len {
@@ -221,7 +234,7 @@ impl Trie {
         let mut cur = self.root;
         while cur != NIL {
             let node = &self.nodes[cur as usize];
-            let c = common_len(node.bits, bits, node.len);
+            let c = common_len(node.bits(), bits, node.len);
             if c < node.len {
                 m.examined = c + 1;
                 return m;

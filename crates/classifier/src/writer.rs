@@ -135,7 +135,8 @@ impl<T> Batch<T> {
 
 /// Checks what can be checked without the table: the mask's bits and the prerequisites.
 pub(crate) fn validate(m: &Match) -> Result<(), Error> {
-    let valid = FlowKey::valid_bits();
+    static VALID: std::sync::OnceLock<FlowKey> = std::sync::OnceLock::new();
+    let valid = VALID.get_or_init(FlowKey::valid_bits);
     for (w, (bits, ok)) in m.mask().words.iter().zip(valid.words.iter()).enumerate() {
         let bad = bits & !ok;
         if bad != 0 {
@@ -252,6 +253,32 @@ impl<T> Classifier<T> {
     /// True if there are no rules.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Memory held by the rules and both versions' tables (allocator overhead not included).
+    pub fn memory(&self) -> MemoryStats {
+        let published = self.shared.load();
+        let table_bytes = published.heap_bytes() + self.spare.heap_bytes();
+        let mut rule_bytes = 0;
+        for r in published.rules() {
+            // `ArcInner` adds two counters; the stats live in their own `Arc`.
+            rule_bytes +=
+                std::mem::size_of::<Rule<T>>() + 16 + std::mem::size_of::<RuleStats>() + 16;
+            if let Values::Heap(b) = &r.values {
+                rule_bytes += b.len() * 8;
+            }
+        }
+        let mask_bytes = self
+            .masks
+            .values()
+            .map(|m| std::mem::size_of::<Mask>() + 16 + m.idx.len() * 9 + m.stage_ends.len() * 2)
+            .sum::<usize>()
+            + self.masks.capacity() * (std::mem::size_of::<FlowKey>() + 8);
+        MemoryStats {
+            n_rules: published.len(),
+            table_bytes,
+            rule_bytes: rule_bytes + mask_bytes,
+        }
     }
 
     /// Inserts (or replaces) one rule; see [`Op::Insert`].
@@ -484,6 +511,28 @@ impl<T> Classifier<T> {
             .find_exact(&mask, values.as_slice(), priority)
             .cloned()
             .ok_or(Error::NotFound { priority })
+    }
+}
+
+/// What [`Classifier::memory`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Rules.
+    pub n_rules: usize,
+    /// Hash tables, stage indices and tries of both versions.
+    pub table_bytes: usize,
+    /// The rules themselves (shared by both versions), their counters and the masks.
+    pub rule_bytes: usize,
+}
+
+impl MemoryStats {
+    /// Total bytes per rule (0 when empty).
+    pub fn bytes_per_rule(&self) -> f64 {
+        if self.n_rules == 0 {
+            0.0
+        } else {
+            (self.table_bytes + self.rule_bytes) as f64 / self.n_rules as f64
+        }
     }
 }
 

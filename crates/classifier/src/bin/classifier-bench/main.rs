@@ -1,0 +1,391 @@
+//! `classifier-bench`: lookup, insertion, batch-commit and memory figures for the
+//! classifier, with OVS's own classifier benchmark run in the same command as the baseline.
+//!
+//! ```text
+//! taskset -c 1 cargo run --release -p classifier --bin classifier-bench -- \
+//!     --rules 1000,16384,262144 --reps 5 --with-ovs PATH/TO/ovstest
+//! ```
+//!
+//! Options: `--rules N,..` (default 1000,16384,262144), `--sets exact,mixed,ovs` (default
+//! all), `--masks N` (mixed set, default 20), `--lookups N` per repetition (default
+//! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`.
+//! Lookups run in batches of 32 keys per snapshot, as a PMD thread would. Pin the process
+//! (`taskset`) for stable numbers: the OVS child inherits the pinning.
+
+mod gen;
+
+use std::hint::black_box;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use classifier::{Batch, Classifier, Reader};
+use gen::Workload;
+use packet::key::FlowKey;
+
+#[derive(Debug)]
+struct Args {
+    rules: Vec<usize>,
+    sets: Vec<String>,
+    masks: usize,
+    lookups: usize,
+    reps: usize,
+    with_ovs: Option<String>,
+    insert: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        rules: vec![1000, 16384, 262_144],
+        sets: vec!["exact".into(), "mixed".into(), "ovs".into()],
+        masks: 20,
+        lookups: 2_000_000,
+        reps: 5,
+        with_ovs: None,
+        insert: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().ok_or(format!("{flag} needs a value"));
+        let num = |s: &str| s.parse::<usize>().map_err(|e| format!("{flag} {s}: {e}"));
+        match flag.as_str() {
+            "--rules" => a.rules = val()?.split(',').map(num).collect::<Result<_, _>>()?,
+            "--sets" => a.sets = val()?.split(',').map(String::from).collect(),
+            "--masks" => a.masks = num(&val()?)?,
+            "--lookups" => a.lookups = num(&val()?)?,
+            "--reps" => a.reps = num(&val()?)?.max(1),
+            "--with-ovs" => a.with_ovs = Some(val()?),
+            "--no-insert" => a.insert = false,
+            "-h" | "--help" => {
+                return Err(
+                    "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert]"
+                        .into(),
+                )
+            }
+            f => return Err(format!("unknown option {f}")),
+        }
+    }
+    Ok(a)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn mega(x: f64) -> String {
+    format!("{:.2}M", x / 1e6)
+}
+
+fn build(w: &Workload) -> (Classifier<u64>, Duration) {
+    let mut cls = Classifier::new();
+    let mut b = Batch::new();
+    for (i, (m, p)) in w.rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    let t = Instant::now();
+    cls.commit(b).expect("generated rules are valid");
+    (cls, t.elapsed())
+}
+
+/// Lookups per second over `keys`, `n` lookups, 32 per snapshot; also the hit count.
+fn lookups(reader: &Reader<u64>, keys: &[FlowKey], n: usize, wc: bool) -> (f64, usize) {
+    let mut hits = 0;
+    let mut i = 0;
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let snap = reader.snapshot();
+        for _ in 0..32 {
+            let k = &keys[i];
+            i += 1;
+            if i == keys.len() {
+                i = 0;
+            }
+            let r = if wc {
+                let mut w = FlowKey::default();
+                let r = snap.lookup(k, Some(&mut w)).is_some();
+                black_box(&w);
+                r
+            } else {
+                snap.lookup(k, None).is_some()
+            };
+            hits += usize::from(r);
+        }
+        done += 32;
+    }
+    (done as f64 / t.elapsed().as_secs_f64(), hits)
+}
+
+fn lookup_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) -> [f64; 2] {
+    let reader = cls.reader();
+    let mut out = [0.0; 2];
+    let kinds: &[(&str, &[FlowKey])] = if w.misses.is_empty() {
+        &[("keys", &w.hits)]
+    } else {
+        &[("hit", &w.hits), ("miss", &w.misses)]
+    };
+    for (kind, keys) in kinds {
+        for (j, wc) in [false, true].into_iter().enumerate() {
+            let mut rates = Vec::new();
+            let mut hits = 0;
+            for _ in 0..args.reps {
+                let (r, h) = lookups(&reader, keys, args.lookups, wc);
+                rates.push(r);
+                hits = h;
+            }
+            let m = median(rates);
+            if *kind != "miss" {
+                out[j] = m;
+            }
+            let hit_pct = 100.0 * hits as f64 / (args.lookups.div_ceil(32) * 32) as f64;
+            println!(
+                "lookup   set={set:<5} rules={:<7} subtables={:<3} keys={kind:<4} wc={:<3} lookups/s={:>8} hit%={hit_pct:.0}",
+                cls.len(),
+                cls.snapshot().n_subtables(),
+                if wc { "on" } else { "off" },
+                mega(m)
+            );
+        }
+    }
+    out
+}
+
+fn insertion(set: &str, w: &Workload, big: Option<&Workload>) {
+    // Single commits into an empty table.
+    let mut cls: Classifier<u64> = Classifier::new();
+    let t = Instant::now();
+    for (i, (m, p)) in w.rules.iter().enumerate() {
+        cls.insert(*m, *p, 0, i as u64).expect("valid");
+    }
+    let single = w.rules.len() as f64 / t.elapsed().as_secs_f64();
+    let (_, d) = build(w);
+    let batched = w.rules.len() as f64 / d.as_secs_f64();
+    println!(
+        "insert   set={set:<5} into=empty   rules={:<7} single={}/s batched={}/s",
+        w.rules.len(),
+        mega(single),
+        mega(batched)
+    );
+    let Some(big) = big else { return };
+    // Into a full table: 10,000 more rules, single and as one batch.
+    let base = &big.rules[..big.rules.len() - 110_000.min(big.rules.len() / 2)];
+    let extra = &big.rules[base.len()..];
+    let n_more = 10_000.min(extra.len());
+    let load = |rules: &[(openflow::Match, u32)]| {
+        let mut cls: Classifier<u64> = Classifier::new();
+        let mut b = Batch::new();
+        for (i, (m, p)) in rules.iter().enumerate() {
+            b.insert(*m, *p, 0, i as u64);
+        }
+        cls.commit(b).expect("valid");
+        cls
+    };
+    let mut cls = load(base);
+    let t = Instant::now();
+    for (m, p) in &extra[..n_more] {
+        cls.insert(*m, *p, 0, 0).expect("valid");
+    }
+    let single = n_more as f64 / t.elapsed().as_secs_f64();
+    let mut cls = load(base);
+    let mut b = Batch::new();
+    for (m, p) in &extra[..n_more] {
+        b.insert(*m, *p, 0, 0);
+    }
+    let t = Instant::now();
+    cls.commit(b).expect("valid");
+    let batched = n_more as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "insert   set={set:<5} into={:<7} rules={n_more:<7} single={}/s batched={}/s",
+        base.len(),
+        mega(single),
+        mega(batched)
+    );
+    // A 100K-rule atomic batch while a reader thread looks up.
+    let n_batch = 100_000.min(extra.len());
+    let mut cls = load(base);
+    let reader = cls.reader();
+    let keys: Vec<FlowKey> = big.hits.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let max_gap_ns = Arc::new(AtomicU64::new(0));
+    let measuring = Arc::new(AtomicBool::new(false));
+    let th = {
+        let (stop, count, max_gap_ns, measuring) = (
+            stop.clone(),
+            count.clone(),
+            max_gap_ns.clone(),
+            measuring.clone(),
+        );
+        std::thread::spawn(move || {
+            let mut i = 0;
+            let mut last = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let snap = reader.snapshot();
+                for _ in 0..32 {
+                    let mut w = FlowKey::default();
+                    black_box(snap.lookup(&keys[i], Some(&mut w)));
+                    i = (i + 1) % keys.len();
+                }
+                drop(snap);
+                let now = Instant::now();
+                if measuring.load(Ordering::Relaxed) {
+                    count.fetch_add(32, Ordering::Relaxed);
+                    let gap = u64::try_from((now - last).as_nanos()).unwrap_or(u64::MAX);
+                    max_gap_ns.fetch_max(gap, Ordering::Relaxed);
+                }
+                last = now;
+            }
+        })
+    };
+    // Reader rate alone, then during the commit.
+    std::thread::sleep(Duration::from_millis(20));
+    measuring.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_millis(200));
+    let idle_rate = count.swap(0, Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64();
+    max_gap_ns.store(0, Ordering::Relaxed);
+    let mut b = Batch::new();
+    for (m, p) in &extra[..n_batch] {
+        b.insert(*m, *p, 0, 1);
+    }
+    let t = Instant::now();
+    cls.commit(b).expect("valid");
+    let publish = t.elapsed();
+    let during_rate = count.swap(0, Ordering::Relaxed) as f64 / publish.as_secs_f64();
+    let gap = Duration::from_nanos(max_gap_ns.load(Ordering::Relaxed));
+    // The next commit replays the batch onto the other version.
+    let t = Instant::now();
+    cls.commit(Batch::new()).expect("empty batch");
+    let replay = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    th.join().expect("reader thread");
+    println!(
+        "batch    set={set:<5} into={:<7} rules={n_batch:<7} commit={:.3}s replay-at-next-commit={:.3}s \
+         reader lookups/s idle={} during={} reader max gap={:.0}us",
+        base.len(),
+        publish.as_secs_f64(),
+        replay.as_secs_f64(),
+        mega(idle_rate),
+        mega(during_rate),
+        gap.as_secs_f64() * 1e6
+    );
+}
+
+/// Runs `ovstest test-classifier benchmark N P S 1 L` and returns (no-wc, wc) lookups/s.
+fn ovs_point(ovstest: &str, n: usize, prios: u32, lookups: usize) -> Result<(f64, f64), String> {
+    let out = Command::new(ovstest)
+        .args(["test-classifier", "benchmark"])
+        .args([
+            n.to_string(),
+            prios.to_string(),
+            prios.to_string(),
+            "1".into(),
+            lookups.to_string(),
+        ])
+        .output()
+        .map_err(|e| format!("{ovstest}: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.strip_suffix(" lookups/sec"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    match v.as_slice() {
+        [a, b] => Ok((*a, *b)),
+        _ => Err(format!("unexpected ovstest output: {text}")),
+    }
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    println!("# classifier-bench: {args:?}");
+    println!(
+        "# lookups in batches of 32 per snapshot; medians of {} repetitions",
+        args.reps
+    );
+    let max_rules = args.rules.iter().copied().max().unwrap_or(0);
+    for set in &args.sets {
+        let gen_set = |n: usize| -> Workload {
+            match set.as_str() {
+                "exact" => gen::exact(n, 1),
+                "mixed" => gen::mixed(n, args.masks, 1),
+                _ => gen::ovs_like(n, 16, 1),
+            }
+        };
+        if !["exact", "mixed", "ovs"].contains(&set.as_str()) {
+            eprintln!("unknown set {set}");
+            std::process::exit(2);
+        }
+        let mut nowc_1k = None;
+        for &n in &args.rules {
+            let w = gen_set(n);
+            let (cls, d) = build(&w);
+            let mem = cls.memory();
+            println!(
+                "build    set={set:<5} rules={:<7} subtables={:<3} batched-build={:.3}s bytes/rule={:.0} (tables {:.0} + rules {:.0})",
+                cls.len(),
+                cls.snapshot().n_subtables(),
+                d.as_secs_f64(),
+                mem.bytes_per_rule(),
+                mem.table_bytes as f64 / mem.n_rules.max(1) as f64,
+                mem.rule_bytes as f64 / mem.n_rules.max(1) as f64,
+            );
+            let [nowc, wc] = lookup_points(&args, set, &w, &cls);
+            if nowc_1k.is_none() {
+                nowc_1k = Some(wc);
+            } else if let Some(first) = nowc_1k {
+                println!(
+                    "scaling  set={set:<5} rules={:<7} wc lookups/s vs smallest point: {:.2}x",
+                    cls.len(),
+                    wc / first
+                );
+            }
+            if set == "ovs" {
+                if let Some(ovstest) = &args.with_ovs {
+                    let mut a = Vec::new();
+                    let mut b = Vec::new();
+                    for _ in 0..args.reps {
+                        match ovs_point(ovstest, n, 16, args.lookups) {
+                            Ok((x, y)) => {
+                                a.push(x);
+                                b.push(y);
+                            }
+                            Err(e) => {
+                                eprintln!("ovs: {e}");
+                                break;
+                            }
+                        }
+                    }
+                    if !a.is_empty() {
+                        let (oa, ob) = (median(a), median(b));
+                        println!(
+                            "ovs      case={n}:16:16 (OVS 3.1 holds about the same {} rules, 1 subtable) \
+                             ovs lookups/s wc=off {} wc=on {} | ferrovs wc=off {} wc=on {} | ratio wc=off {:.2}x wc=on {:.2}x",
+                            cls.len(),
+                            mega(oa),
+                            mega(ob),
+                            mega(nowc),
+                            mega(wc),
+                            nowc / oa,
+                            wc / ob
+                        );
+                    }
+                }
+            }
+            drop(cls);
+            if args.insert && n == max_rules && set != "ovs" {
+                let big = gen_set(n + 110_000);
+                insertion(set, &w, Some(&big));
+            }
+        }
+    }
+}
