@@ -67,7 +67,8 @@ impl Subfield {
                                 "{s}: starting bit {a} is after ending bit {b}"
                             )));
                         }
-                        (a, b - a + 1)
+                        let n = u32::from(b) - u32::from(a) + 1;
+                        (a, u16::try_from(n).unwrap_or(u16::MAX))
                     }
                     None => (num(r)?, 1),
                 }
@@ -126,5 +127,11 @@ mod tests {
         assert!(Subfield::parse("reg0[0..32]").is_err());
         assert!(Subfield::parse("reg0[5..3]").is_err());
         assert!(Subfield::parse("nosuch[]").is_err());
+    }
+
+    #[test]
+    fn regression_subfield_widest_range_does_not_overflow() {
+        assert!(Subfield::parse("reg0[0..65535]").is_err());
+        assert!(Subfield::parse("xxreg0[0..127]").is_ok());
     }
 }

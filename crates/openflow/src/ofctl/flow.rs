@@ -20,7 +20,7 @@
 use packet::key::fields;
 
 use crate::action::OfVersion;
-use crate::field::{Field, Protocols};
+use crate::field::{Field, Format, Protocols};
 use crate::flow::{FlowEntry, FlowFlags, OFPG_ANY};
 use crate::flow_match::{
     Match, ETH_TYPE_ARP, ETH_TYPE_IP, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MCAST,
@@ -280,23 +280,29 @@ pub fn field_by_ofctl_name(name: &str) -> Option<&'static Field> {
     Field::by_name(name).filter(|f| f.name == name || f.alias == Some(name))
 }
 
-/// Match-side state of a parse: the match and its usable protocols.
+/// Match-side state of a parse: the match, its usable protocols and the port names.
 #[derive(Debug, Clone, Copy)]
-struct MatchBuilder {
+pub(crate) struct MatchBuilder<'a> {
     m: Match,
     usable: Protocols,
+    port_names: &'a [(String, u16)],
 }
 
-impl MatchBuilder {
-    fn new() -> Self {
+impl<'a> MatchBuilder<'a> {
+    pub(crate) fn new(port_names: &'a [(String, u16)]) -> Self {
         MatchBuilder {
             m: Match::catch_all(),
             usable: Protocols::ANY,
+            port_names,
         }
     }
 
+    pub(crate) fn into_match(self) -> Match {
+        self.m
+    }
+
     /// Tries `name=value` as a match item; `Ok(false)` if `name` is not a match keyword.
-    fn item(&mut self, name: &str, value: &str) -> Result<bool, Error> {
+    pub(crate) fn item(&mut self, name: &str, value: &str) -> Result<bool, Error> {
         if let Some((_, dl_type, proto)) = PROTOCOL_SHORTHANDS.iter().find(|p| p.0 == name) {
             self.m.set_exact(fields::DL_TYPE, u128::from(*dl_type));
             if *proto != 0 {
@@ -309,7 +315,14 @@ impl MatchBuilder {
             return Ok(true);
         }
         if let Some(f) = field_by_ofctl_name(name) {
-            let s = if value.is_empty() { "0/0" } else { value };
+            let named;
+            let mut s = if value.is_empty() { "0/0" } else { value };
+            if matches!(f.format, Format::OfpPort | Format::OfpPortOxm) {
+                if let Some((_, n)) = self.port_names.iter().find(|(pn, _)| pn == s) {
+                    named = n.to_string();
+                    s = &named;
+                }
+            }
             let (v, mask) = parse_value_mask(f, s)?;
             self.usable = self.usable.and(self.m.set_field(f, v, mask));
             return Ok(true);
@@ -365,7 +378,7 @@ pub fn parse_match(s: &str) -> Result<Match, Error> {
 
 /// Parses a match alone and returns it with its usable protocols.
 pub fn parse_match_usable(s: &str) -> Result<(Match, Protocols), Error> {
-    let mut b = MatchBuilder::new();
+    let mut b = MatchBuilder::new(&[]);
     for (name, value) in split_key_values(s) {
         if !b.item(name, value)? {
             return Err(Error::Parse(format!("unknown keyword {name}")));
@@ -441,7 +454,7 @@ pub fn parse_flow(text: &str, opts: &ParseOptions) -> Result<ParsedFlow, Error> 
     };
 
     let mut flow = FlowEntry::default();
-    let mut b = MatchBuilder::new();
+    let mut b = MatchBuilder::new(&opts.port_names);
     for (name, value) in split_key_values(match_text) {
         if has_actions {
             let flag = match name {
@@ -574,7 +587,11 @@ fn parse_duration_ms(s: &str) -> Option<u64> {
     let s = s.trim_end_matches('s');
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
     let ms: String = frac.chars().chain("000".chars()).take(3).collect();
-    Some(whole.parse::<u64>().ok()? * 1000 + ms.parse::<u64>().ok()?)
+    whole
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1000)?
+        .checked_add(ms.parse::<u64>().ok()?)
 }
 
 /// Clears the fields an OpenFlow 1.0 switch ignores for the match's protocol (OVS
@@ -647,4 +664,288 @@ pub fn normalize_of10(m: &mut Match) {
         mpls,
         &[fields::MPLS_LSE0, fields::MPLS_LSE1, fields::MPLS_LSE2],
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ofctl::format_match;
+
+    fn any() -> ParseOptions {
+        ParseOptions::default()
+    }
+
+    fn printed(text: &str) -> String {
+        format_match(&parse_match(text).expect("match parses"), None)
+    }
+
+    fn err(text: &str, opts: &ParseOptions) -> String {
+        parse_flow(text, opts)
+            .expect_err("flow is rejected")
+            .to_string()
+    }
+
+    #[test]
+    fn split_key_values_follows_ovs() {
+        assert_eq!(
+            split_key_values("a=b c:d ,e(f(g),h),i"),
+            vec![("a", "b"), ("c", "d"), ("e", "f(g),h"), ("i", "")]
+        );
+        assert_eq!(split_key_values("  ,, "), Vec::<(&str, &str)>::new());
+        assert_eq!(
+            split_key_values("x(1)->y,z"),
+            vec![("x", "1)->y"), ("z", "")]
+        );
+    }
+
+    #[test]
+    fn match_vlan_family() {
+        assert_eq!(printed("dl_vlan=9"), "dl_vlan=9");
+        assert_eq!(printed("vlan_tci=0x1009/0x1fff"), "dl_vlan=9");
+        assert_eq!(
+            printed("dl_vlan=9,dl_vlan_pcp=7"),
+            "dl_vlan=9,dl_vlan_pcp=7"
+        );
+        assert_eq!(printed("vlan_vid=11/0x1"), "vlan_tci=0x0001/0x0001");
+        assert_eq!(printed("dl_vlan=0xffff"), "vlan_tci=0x0000");
+        assert_eq!(printed("vlan_tci=0"), "vlan_tci=0x0000");
+        assert_eq!(printed("vlan_pcp=5"), "dl_vlan_pcp=5");
+    }
+
+    #[test]
+    fn match_ip_family() {
+        assert_eq!(printed("ip,nw_tos=0xf0"), "ip,nw_tos=240");
+        assert_eq!(
+            printed("ip,ip_dscp=0x3c,nw_ecn=1"),
+            "ip,nw_tos=240,nw_ecn=1"
+        );
+        assert_eq!(printed("ip,ip_frag=first"), "ip,nw_frag=first");
+        assert_eq!(printed("ip,ip_frag=not_later"), "ip,nw_frag=not_later");
+        assert_eq!(
+            printed("ip,nw_src=192.0.168.0/255.0.255.0"),
+            "ip,nw_src=192.0.168.0/255.0.255.0"
+        );
+        assert_eq!(printed("ipv6,ipv6_src=::1/::1"), "ipv6,ipv6_src=::1/::1");
+        assert_eq!(
+            printed("ipv6,ipv6_label=5,nw_ttl=3"),
+            "ipv6,ipv6_label=0x00005,nw_ttl=3"
+        );
+        assert_eq!(printed("ip,nw_proto=2"), "ip,nw_proto=2");
+    }
+
+    #[test]
+    fn match_l4_family() {
+        assert_eq!(printed("tcp,tp_src[5]=1"), "tcp,tp_src=0x20/0x20");
+        assert_eq!(printed("tcp,tcp_flags=+syn-ack"), "tcp,tcp_flags=+syn-ack");
+        assert_eq!(printed("tcp,tcp_flags=syn|ack"), "tcp,tcp_flags=syn|ack");
+        assert_eq!(printed("udp6,udp_dst[12]=1"), "udp6,tp_dst=0x1000/0x1000");
+        assert_eq!(
+            printed("icmp,icmp_type=8,icmp_code=0"),
+            "icmp,icmp_type=8,icmp_code=0"
+        );
+        assert_eq!(
+            printed("icmp6,icmp_type=135,nd_target=::1,nd_sll=00:00:00:00:00:01"),
+            "icmp6,icmp_type=135,nd_target=::1,nd_sll=00:00:00:00:00:01"
+        );
+        assert_eq!(printed("sctp6,sctp_src=9"), "sctp6,tp_src=9");
+    }
+
+    #[test]
+    fn match_other_families() {
+        assert_eq!(
+            printed("arp,arp_op=1,arp_spa=1.2.3.4,arp_sha=00:00:00:00:00:01"),
+            "arp,arp_spa=1.2.3.4,arp_op=1,arp_sha=00:00:00:00:00:01"
+        );
+        assert_eq!(
+            printed("mpls,mpls_label=5,mpls_tc=1,mpls_ttl=1,mpls_bos=0"),
+            "mpls,mpls_label=5,mpls_tc=1,mpls_ttl=1,mpls_bos=0"
+        );
+        assert_eq!(printed("ct_state=+trk+est-new"), "ct_state=-new+est+trk");
+        assert_eq!(printed("ct_state=trk|est"), "ct_state=est|trk");
+        assert_eq!(
+            printed("tun_flags=+oam,tun_id=0x5"),
+            "tun_id=0x5,tun_flags=+oam"
+        );
+        assert_eq!(printed("reg3[]=3"), "reg3=0x3");
+        assert_eq!(printed("reg0=0/1"), "reg0=0/0x1");
+        assert_eq!(
+            printed("xreg15[0..31]=2,xreg15[32..63]=3"),
+            "reg30=0x3,reg31=0x2"
+        );
+        assert_eq!(
+            printed("in_port=LOCAL,metadata=0x5/0xf"),
+            "metadata=0x5/0xf,in_port=LOCAL"
+        );
+        assert_eq!(printed("dl_dst=aa:bb:cc:dd:ee:ff/00:00:00:00:00:00"), "");
+        assert_eq!(printed("dl_type=0x1234"), "dl_type=0x1234");
+        assert_eq!(
+            printed("pkt_mark=0xbb,ct_mark=0"),
+            "pkt_mark=0xbb,ct_mark=0"
+        );
+    }
+
+    #[test]
+    fn match_errors_carry_ovs_messages() {
+        let e = |t: &str| parse_match(t).expect_err("rejected").to_string();
+        assert_eq!(e("nosuch=1"), "unknown keyword nosuch");
+        assert_eq!(e("ip,nw_ttl=5/1"), "5/1: invalid mask for field nw_ttl");
+        assert_eq!(e("nw_src=1.2.3"), "1.2.3: invalid IP address");
+        assert_eq!(e("dl_src=1:2:3"), "1:2:3: invalid Ethernet address");
+        assert_eq!(
+            e("in_port=bogus"),
+            "bogus: invalid or unknown port for in_port"
+        );
+        assert_eq!(
+            e("reg0[0..3]=16"),
+            "reg0[0..3]: value 0x10 does not fit into 4 bits"
+        );
+        assert_eq!(e("reg0[1]=x"), "reg0[1]: cannot parse integer value: x");
+        assert!(e("ip_frag=sometimes").starts_with("sometimes: unknown fragment type"));
+        assert_eq!(e("tcp_flags=+bogus"), "+bogus: unknown TCP flag(s)");
+    }
+
+    #[test]
+    fn flow_keywords_and_printing() {
+        let p = parse_flow(
+            "table=3,priority=7,cookie=0x10,idle_timeout=5,hard_timeout=6,importance=9,\
+             send_flow_rem,check_overlap,n_packets=4,n_bytes=100,duration=1.5s,actions=drop",
+            &any(),
+        )
+        .expect("flow parses");
+        assert_eq!(p.flow.table, Some(3));
+        assert_eq!(p.usable, Protocols::TID);
+        assert_eq!(p.chosen, Protocols::OF10_STD_TID);
+        assert_eq!(p.flow.stats.n_packets, 4);
+        assert_eq!(p.flow.stats.duration_ms, 1500);
+        assert_eq!(
+            p.to_ofctl_string(),
+            "table:3 priority=7 cookie:0x10 idle:5 hard:6 send_flow_rem check_overlap \
+             actions=drop"
+        );
+        assert_eq!(
+            p.flow.to_ofctl_string(OfVersion::Of14),
+            "table:3 priority=7 cookie:0x10 idle:5 hard:6 importance:9 send_flow_rem \
+             check_overlap actions=drop"
+        );
+        assert_eq!(
+            p.flow.to_dump_flows_string(OfVersion::Of10, true),
+            "cookie=0x10, duration=1.500s, table=3, n_packets=4, n_bytes=100, \
+             idle_timeout=5, hard_timeout=6, send_flow_rem check_overlap importance=9, \
+             priority=7 actions=drop"
+        );
+    }
+
+    #[test]
+    fn flow_flags_narrow_protocols() {
+        let p = parse_flow("reset_counts,actions=drop", &any()).expect("parses");
+        assert_eq!(p.usable, Protocols::OF12_UP);
+        assert_eq!(p.chosen, Protocols::OF12_OXM);
+        assert_eq!(p.to_ofctl_string(), "reset_counts actions=drop");
+        let p = parse_flow("no_packet_counts,actions=drop", &any()).expect("parses");
+        assert_eq!(p.chosen, Protocols::OF13_OXM);
+    }
+
+    #[test]
+    fn flow_errors_carry_ovs_messages() {
+        assert_eq!(err("ip", &any()), "must specify an action");
+        assert_eq!(err("bogus=1,actions=drop", &any()), "unknown keyword bogus");
+        assert_eq!(
+            err("bogus,actions=drop", &any()),
+            "field bogus missing value"
+        );
+        assert_eq!(
+            err("table,actions=drop", &any()),
+            "field table missing value"
+        );
+        assert_eq!(
+            err("priority=x,actions=drop", &any()),
+            "invalid priority \"x\""
+        );
+        assert_eq!(
+            err("table=256,actions=drop", &any()),
+            "unknown table \"256\""
+        );
+        assert_eq!(
+            err("cookie=1/-1,actions=drop", &any()),
+            "flow additions cannot use a cookie mask"
+        );
+        assert_eq!(
+            err("tun_ttl=0,actions=drop", &any()),
+            "actions are invalid with specified match (OFPBAC_MATCH_INCONSISTENT)"
+        );
+        assert_eq!(
+            err("out_port=1,actions=drop", &any()),
+            "unknown keyword out_port"
+        );
+        let of11 = ParseOptions::from_ofctl_options("-O OpenFlow10").expect("options");
+        assert!(err("metadata=1,reset_counts,actions=drop", &of11).starts_with("none of"));
+    }
+
+    #[test]
+    fn flow_delete_takes_cookie_mask_and_out_port() {
+        let opts = ParseOptions {
+            command: FlowCommand::Delete,
+            ..ParseOptions::default()
+        };
+        let p = parse_flow("cookie=0x5/-1,out_port=2,out_group=3,ip", &opts).expect("parses");
+        assert_eq!((p.flow.cookie, p.flow.cookie_mask), (5, u64::MAX));
+        assert_eq!((p.flow.out_port, p.flow.out_group), (2, 3));
+        assert_eq!(p.usable, Protocols::OF11_UP);
+        assert!(parse_flow("cookie=5,ip", &opts).is_err());
+    }
+
+    #[test]
+    fn flow_prerequisites_follow_the_chosen_protocol() {
+        // OpenFlow 1.0: the switch drops what the protocol cannot have.
+        let p = parse_flow("tp_src=80,actions=drop", &any()).expect("parses");
+        assert_eq!(p.chosen, Protocols::OF10_STD);
+        assert_eq!(p.to_ofctl_string(), "actions=drop");
+        // NXM: the switch rejects it.
+        let nxm = ParseOptions::from_ofctl_options("-F nxm").expect("options");
+        assert_eq!(
+            err("tp_src=80,actions=drop", &nxm),
+            "tcp_src: prerequisites not met (needs tcp or tcp6) (OFPBMC_BAD_PREREQ)"
+        );
+        assert!(parse_flow("udp,tp_src=80,actions=drop", &nxm).is_ok());
+    }
+
+    #[test]
+    fn flow_ipv6_l3_needs_nxm_or_oxm() {
+        let p = parse_flow("ipv6,nw_proto=1,actions=drop", &any()).expect("parses");
+        assert_eq!(p.usable.to_ofctl_string(), "NXM,OXM");
+        let p = parse_flow("dl_type=0x86dd,actions=drop", &any()).expect("parses");
+        assert_eq!(p.usable, Protocols::ANY);
+    }
+
+    #[test]
+    fn options_from_ofctl_command_lines() {
+        let o = |s: &str| {
+            ParseOptions::from_ofctl_options(s)
+                .expect("options")
+                .allowed
+        };
+        assert_eq!(o(""), Protocols::OF10_ANY);
+        assert_eq!(o("--protocols OpenFlow11"), Protocols::OF11);
+        assert_eq!(o("--protocols=OpenFlow12"), Protocols::OF12_OXM);
+        assert_eq!(o("-O OpenFlow13"), Protocols::OF13_OXM);
+        assert_eq!(
+            o("-OOpenFlow10,OpenFlow13"),
+            Protocols::OF10_ANY.or(Protocols::OF13_OXM)
+        );
+        assert_eq!(o("-F nxm"), Protocols::NXM);
+        assert_eq!(o("-F OXM -O OpenFlow14"), Protocols::OF14_OXM);
+        assert!(ParseOptions::from_ofctl_options("-F oxm").is_err());
+        assert!(ParseOptions::from_ofctl_options("--bogus").is_err());
+        assert!(ParseOptions::from_ofctl_options("-O").is_err());
+    }
+
+    #[test]
+    fn port_names_resolve_in_matches() {
+        let opts = ParseOptions {
+            port_names: vec![("p1".to_string(), 5)],
+            ..ParseOptions::default()
+        };
+        let p = parse_flow("in_port=p1,actions=drop", &opts).expect("parses");
+        assert_eq!(p.to_ofctl_string(), "in_port=5 actions=drop");
+    }
 }

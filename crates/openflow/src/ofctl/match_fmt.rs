@@ -211,8 +211,8 @@ pub fn format_match(mt: &Match, priority: Option<u16>) -> String {
         let port = format_port(v.actset_output() as u16);
         p.put(&format!("actset_output={port}"));
     }
-    if m.ct_state() != 0 {
-        let (cv, cm) = (v.ct_state(), m.ct_state());
+    if m.ct_state() & 0xff != 0 {
+        let (cv, cm) = (v.ct_state() & 0xff, m.ct_state() & 0xff);
         let s = if cm == 0xff {
             if cv != 0 {
                 format_flags(ct_state_name, cv, '|')
