@@ -304,6 +304,9 @@ pub struct FieldWrite {
     pub value: u128,
     /// Which bits are written.
     pub mask: u128,
+    /// Whether the flow's match guarantees a VLAN tag (filled in by the check; OVS needs it
+    /// to encode a `vlan_tci` write for OpenFlow 1.1).
+    pub flow_has_vlan: bool,
 }
 
 /// `controller(...)` parameters.

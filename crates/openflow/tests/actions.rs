@@ -19,7 +19,8 @@ fn cases_path() -> Option<PathBuf> {
     if p.exists() {
         return Some(p);
     }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/ofctl-parse-cases.jsonl");
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/ofctl-parse-cases.jsonl");
     p.exists().then_some(p)
 }
 
@@ -112,7 +113,10 @@ fn replay_action_side_of_parse_cases() {
             Err(e) => failures.push(format!("{id}: {actions}\n  error {e}")),
         }
     }
-    println!("action replay: {passed} passed, {} failed, {skipped} skipped", failures.len());
+    println!(
+        "action replay: {passed} passed, {} failed, {skipped} skipped",
+        failures.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(passed >= 100, "only {passed} cases replayed");
 }
@@ -175,6 +179,109 @@ fn trace_case_flow_actions_parse() {
             }
         }
     }
-    println!("trace flows: {parsed} parsed, {} failed, {skipped} skipped", failures.len());
+    println!(
+        "trace flows: {parsed} parsed, {} failed, {skipped} skipped",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Flows whose actions are compared with the real `ovs-ofctl parse-flow` by
+/// [`differential_against_ovs_ofctl`].
+const DIFF_FLOWS: &[&str] = &[
+    "actions=output:1,2,in_port,NORMAL,flood,all,local,controller,controller:100,drop",
+    "actions=output(port=1,max_len=100),output:reg0,output:reg3[2..17],output:xxreg1",
+    "actions=controller(reason=no_match,id=3),controller(userdata=00.11,pause),controller(max_len=5)",
+    "actions=enqueue:1:2,enqueue(3,4),set_queue:5,pop_queue,group:7",
+    "actions=resubmit:3,resubmit(,4),resubmit(5,6),resubmit(in_port,7)",
+    "ip,dl_vlan=5,actions=mod_vlan_vid:7,mod_vlan_pcp:3,strip_vlan,push_vlan:0x88a8",
+    "ip,actions=mod_vlan_vid:7,set_vlan_pcp:3",
+    "actions=set_vlan_vid:9,pop_vlan",
+    "ip,actions=mod_dl_src:00:11:22:33:44:55,mod_dl_dst:66:77:88:99:aa:bb,mod_nw_src:1.2.3.4,mod_nw_dst:5.6.7.8",
+    "ipv6,actions=mod_nw_tos:8,mod_nw_ecn:3,mod_nw_ttl:9,dec_ttl,dec_ttl(1,2,3)",
+    "tcp,actions=mod_tp_src:1,mod_tp_dst:2",
+    "udp,actions=mod_tp_src:1,mod_tp_dst:2",
+    "sctp,actions=mod_tp_src:1,mod_tp_dst:2",
+    "ip,actions=mod_tp_src:1",
+    "tcp,actions=set_field:1->tcp_src,set_field:0x5/0xf->tcp_dst",
+    "ip,actions=set_field:1.2.3.4->ip_src,set_field:1.2.3.0/255.255.255.0->ip_dst",
+    "ip,actions=set_field:3->ip_dscp,set_field:2->nw_ecn,set_field:8->nw_tos,set_field:9->nw_ttl",
+    "dl_vlan=3,actions=set_field:5->vlan_vid,set_field:4101->vlan_vid,set_field:2->vlan_pcp",
+    "actions=set_field:0x1005->vlan_tci,set_field:0->vlan_tci",
+    "actions=set_field:00:11:22:33:44:55->eth_src,set_field:0x1/0x3->reg3,set_field:0x5->xreg2",
+    "actions=set_field:0x1234->tun_id,set_field:1.2.3.4->tun_dst,set_field:7->pkt_mark,set_field:5->reg17",
+    "actions=load:1->reg0[],load:0x5->reg1[4..7],load:0xffff->NXM_OF_VLAN_TCI[],load:3->xxreg0[60..67]",
+    "actions=load:0x123456789abcdef0123->xxreg1[],move:reg0[]->reg1[],move:NXM_OF_ETH_SRC[0..15]->reg2[0..15]",
+    "mpls,actions=set_mpls_label:5,set_mpls_tc:2,set_mpls_ttl:3,dec_mpls_ttl,pop_mpls:0x0800",
+    "ip,actions=push_mpls:0x8847,set_mpls_label(7)",
+    "actions=set_tunnel:5,set_tunnel64:6,set_tunnel:0x100000000",
+    "tcp,actions=fin_timeout(idle_timeout=1),fin_timeout(hard_timeout=2),fin_timeout()",
+    "actions=note:,note:1,note:0102030405060708090a",
+    "actions=conjunction(1,1/2),conjunction(0x10,2/2),note:aa",
+    "actions=exit,ct_clear,group:1",
+    "actions=sample(probability=1,collector_set_id=2,obs_domain_id=3,obs_point_id=4,ingress)",
+    "ip,actions=ct(),ct(commit,zone=1,table=2,alg=ftp),ct(zone=reg0[0..15]),ct(commit,force,exec(set_field:1->ct_mark,load:2->ct_label[3..9]))",
+    "ip,actions=ct(nat(src=1.2.3.4-1.2.3.9:100-200,persistent,hash)),ct(commit,nat(dst=1.2.3.4:80))",
+    "ipv6,actions=ct(commit,nat(dst=[::1]:80)),ct(alg=tftp)",
+    "actions=clone(output:1,clone(output:2)),check_pkt_larger(100)->reg0[5]",
+    "actions=multipath(symmetric_l3l4+udp,5,modulo_n,3,0,reg1[0..1]),multipath(nw_src,0,hash_threshold,2,3,NXM_NX_REG2[])",
+    "actions=bundle(nw_dst,1,hrw,ofport,members:1,2,LOCAL),bundle_load(symmetric_l3,2,active_backup,ofport,reg5[],slaves:3)",
+    "actions=output:1,meter:2",
+    "actions=meter:2,output:1,clear_actions,write_actions(output:3,set_queue:2),write_metadata:0x5/0xff,goto_table:7",
+    "actions=write_actions(drop),write_metadata:0",
+    "table=3,actions=goto_table:4",
+];
+
+fn ovs_ofctl_actions(flow: &str, option: &str) -> Option<String> {
+    let mut cmd = std::process::Command::new("ovs-ofctl");
+    if !option.is_empty() {
+        cmd.args(["-O", option]);
+    }
+    let out = cmd.args(["parse-flow", flow]).output().ok()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.contains("OFPT_FLOW_MOD"))?;
+    Some(line.split("actions=").nth(1)?.to_string())
+}
+
+/// Compares parsing and printing with the real `ovs-ofctl parse-flow` (3.1 on the
+/// development machines) for [`DIFF_FLOWS`] under OpenFlow 1.0, 1.1, 1.3 and 1.5. Needs
+/// `ovs-ofctl` on the PATH, so it is not part of the default run:
+/// `cargo test -p openflow --test actions -- --ignored`.
+#[test]
+#[ignore = "needs ovs-ofctl"]
+fn differential_against_ovs_ofctl() {
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for flow in DIFF_FLOWS {
+        let (match_text, actions) = split(flow).expect("flow with actions");
+        let table: Option<u8> = flow
+            .split(',')
+            .find_map(|t| t.strip_prefix("table=")?.parse().ok());
+        let m = parse_match(&match_text).expect("match parses");
+        for (option, v) in [
+            ("OpenFlow10", OfVersion::Of10),
+            ("OpenFlow11", OfVersion::Of11),
+            ("OpenFlow13", OfVersion::Of13),
+            ("OpenFlow15", OfVersion::Of15),
+        ] {
+            let Some(want) = ovs_ofctl_actions(flow, option) else {
+                continue;
+            };
+            let mut ctx = ActionContext::new(&m, Protocols::ANY);
+            ctx.table_id = table;
+            let got = match parse_actions(actions, &ctx) {
+                Ok(p) => format_actions(&p.actions, v),
+                Err(e) => format!("error: {e}"),
+            };
+            compared += 1;
+            if got != want {
+                failures.push(format!("{option} {flow}\n  want {want}\n  got  {got}"));
+            }
+        }
+    }
+    println!(
+        "ovs-ofctl differential: {compared} compared, {} differ",
+        failures.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

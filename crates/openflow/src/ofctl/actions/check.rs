@@ -230,6 +230,7 @@ fn check_one(
             if !flow.prereqs_ok(f) || (f.id == FieldId::VlanVid && flow.vlan_tci & VLAN_CFI == 0) {
                 return Err(check_error("OFPBAC_MATCH_INCONSISTENT"));
             }
+            w.flow_has_vlan = flow.vlan_tci & VLAN_CFI != 0;
             if f.id == FieldId::VlanTci {
                 // Only the written bits; the rest keep what the match said.
                 #[allow(clippy::cast_possible_truncation)] // vlan_tci is 16 bits.

@@ -585,6 +585,7 @@ impl<'c> State<'c> {
             field,
             value: value & mask,
             mask,
+            flow_has_vlan: false,
         }))
     }
 
@@ -892,6 +893,7 @@ fn parse_load(arg: &str) -> Result<Action, Error> {
         field: dst.field,
         value: (value << dst.ofs) & mask,
         mask,
+        flow_has_vlan: false,
     }))
 }
 

@@ -19,7 +19,7 @@ use crate::action::{
     Action, Bundle, Controller, Ct, CtZone, FieldWrite, Multipath, Nat, NatAddrs, NatKind,
     OfVersion, PacketInReason, Sample, SampleDirection, SampleId,
 };
-use crate::field::{Field, FieldId};
+use crate::field::{Field, FieldId, Format};
 use crate::ofctl::value::{
     format_mac, format_port, format_value, format_value_mask, OFPP_CONTROLLER, OFPP_IN_PORT,
     OFPP_NONE,
@@ -75,6 +75,7 @@ fn set_field(id: FieldId, value: u128) -> Action {
         field: f,
         value,
         mask,
+        flow_has_vlan: false,
     })
 }
 
@@ -118,6 +119,7 @@ fn to_nxast(w: &FieldWrite, out: &mut Vec<Action>) {
             field: w.field,
             value: w.value & m,
             mask: m,
+            flow_has_vlan: false,
         }));
     }
 }
@@ -131,6 +133,9 @@ fn to_legacy(w: &FieldWrite, v: OfVersion, out: &mut Vec<Action>) {
         FieldId::VlanTci => {
             let tci = value as u16;
             if tci & 0x1000 != 0 {
+                if !of10 && !w.flow_has_vlan {
+                    out.push(Action::PushVlan { ethertype: 0x8100 });
+                }
                 out.push(Action::SetVlanVid {
                     vid: tci & 0xfff,
                     push_if_needed: of10,
@@ -277,6 +282,7 @@ fn encode(a: &Action, v: OfVersion, out: &mut Vec<Action>) {
                     field: field(FieldId::IpEcn),
                     value: u128::from(*ecn),
                     mask: 3,
+                    flow_has_vlan: false,
                 },
                 out,
             ),
@@ -288,6 +294,7 @@ fn encode(a: &Action, v: OfVersion, out: &mut Vec<Action>) {
                 field: field(FieldId::IpTtl),
                 value: u128::from(*ttl),
                 mask: 0xff,
+                flow_has_vlan: false,
             },
             out,
         ),
@@ -355,6 +362,8 @@ fn encode(a: &Action, v: OfVersion, out: &mut Vec<Action>) {
         Action::Meter { .. } if v < OfVersion::Of13 => {}
         Action::ClearActions if v == OfVersion::Of10 => {}
         Action::WriteActions(_) if v == OfVersion::Of10 => {}
+        // An empty Write-Actions instruction does not survive decoding.
+        Action::WriteActions(inner) if inner.is_empty() => {}
         Action::WriteActions(inner) => out.push(Action::WriteActions(encode_list(inner, v))),
         Action::GotoTable { table } if v == OfVersion::Of10 => out.push(Action::Resubmit {
             in_port: OFPP_IN_PORT,
@@ -387,6 +396,14 @@ fn format_field_value(w: &FieldWrite) -> String {
             w.value.to_string()
         } else {
             format!("{:#x}/{:#x}", w.value, w.mask)
+        };
+    }
+    if f.format == Format::Hex {
+        // OVS `ds_put_hex`: zero prints as `0`.
+        return if w.mask == f.max_value() {
+            c_hex(w.value)
+        } else {
+            format!("{}/{}", c_hex(w.value), c_hex(w.mask))
         };
     }
     if w.mask == f.max_value() {

@@ -374,7 +374,8 @@ fn set_field_and_load_by_version() {
         vec![Action::Load(FieldWrite {
             field: Field::by_name("reg0").unwrap(),
             value: 0x50,
-            mask: 0xf0
+            mask: 0xf0,
+            flow_has_vlan: false,
         })]
     );
     assert_eq!(
@@ -787,6 +788,7 @@ fn arb_apply_action() -> impl Strategy<Value = Action> {
                 field,
                 value: (0x5a5a & mask),
                 mask,
+                flow_has_vlan: false,
             })
         }),
         (reg(), reg()).prop_map(|((r1, o1, n), (r2, o2, _))| Action::Move {
@@ -804,7 +806,8 @@ fn arb_apply_action() -> impl Strategy<Value = Action> {
         any::<u32>().prop_map(|v| Action::SetField(FieldWrite {
             field: Field::by_name("pkt_mark").unwrap(),
             value: u128::from(v),
-            mask: 0xffff_ffff
+            mask: 0xffff_ffff,
+            flow_has_vlan: false,
         })),
         Just(Action::DecTtl {
             controller_ids: None
@@ -860,16 +863,25 @@ proptest! {
         } else {
             actions
         };
-        let encoded = print::encode_list(&actions, v);
+        // Facts taken from the match (`flow_has_vlan`, `ip_proto`) are filled in again by the
+        // check, as parsing does.
+        let encode = |a: &[Action]| {
+            let mut e = print::encode_list(a, v);
+            let mut flow = check::FlowState::from_match(&tcp);
+            let _ = check::check_list(&mut e, &mut flow, &mut Protocols::ANY.clone(), None);
+            e
+        };
+        let encoded = encode(&actions);
         let text = print::format_list(&encoded, v);
         let parsed = parse_with(&text, &tcp);
         prop_assert!(parsed.is_ok(), "{}: {:?}", text, parsed);
         let parsed = parsed.map(|p| p.actions).unwrap_or_default();
         // What parses back encodes to the same thing, and prints the same.
-        prop_assert_eq!(print::encode_list(&parsed, v), encoded.clone(), "{}", text);
+        prop_assert_eq!(encode(&parsed), encoded.clone(), "{}", text);
         prop_assert_eq!(format_actions(&parsed, v), text);
         // Encoding is idempotent.
-        prop_assert_eq!(print::encode_list(&encoded, v), encoded);
+        let again = encode(&encoded);
+        prop_assert_eq!(again, encoded);
     }
 
     #[test]
