@@ -127,9 +127,27 @@ impl ParseOptions {
             .fold(Protocols::NONE, |a, v| a.or(Protocols::from_version(*v)));
         let allowed = formats.and(by_version);
         if allowed.is_empty() {
+            versions.sort();
+            versions.dedup();
+            let names: Vec<String> = versions
+                .iter()
+                .map(|v| {
+                    let minor = match v {
+                        OfVersion::Of10 => 0,
+                        OfVersion::Of11 => 1,
+                        OfVersion::Of12 => 2,
+                        OfVersion::Of13 => 3,
+                        OfVersion::Of14 => 4,
+                        OfVersion::Of15 => 5,
+                    };
+                    format!("OpenFlow1{minor}")
+                })
+                .collect();
             return Err(Error::Parse(format!(
-                "None of the enabled OpenFlow versions supports any of the enabled flow \
-                 formats ({}).",
+                "None of the enabled OpenFlow versions ({}) supports any of the enabled flow \
+                 formats ({}).  (Use -O to enable additional OpenFlow versions or -F to enable \
+                 additional flow formats.)",
+                names.join(", "),
                 formats.to_ofctl_string()
             )));
         }
@@ -801,7 +819,8 @@ mod tests {
         );
         assert_eq!(e("reg0[1]=x"), "reg0[1]: cannot parse integer value: x");
         assert!(e("ip_frag=sometimes").starts_with("sometimes: unknown fragment type"));
-        assert_eq!(e("tcp_flags=+bogus"), "+bogus: unknown TCP flag(s)");
+        assert_eq!(e("tcp_flags=+bogus"), "bogus: unknown TCP flag(s)");
+        assert_eq!(e("tcp_flags=bogus"), "bogus: unknown TCP flag(s)");
     }
 
     #[test]
@@ -934,7 +953,14 @@ mod tests {
         );
         assert_eq!(o("-F nxm"), Protocols::NXM);
         assert_eq!(o("-F OXM -O OpenFlow14"), Protocols::OF14_OXM);
-        assert!(ParseOptions::from_ofctl_options("-F oxm").is_err());
+        assert_eq!(
+            ParseOptions::from_ofctl_options("-F oxm -O openflow10,openflow11")
+                .expect_err("no common protocol")
+                .to_string(),
+            "None of the enabled OpenFlow versions (OpenFlow10, OpenFlow11) supports any of \
+             the enabled flow formats (OXM).  (Use -O to enable additional OpenFlow versions \
+             or -F to enable additional flow formats.)"
+        );
         assert!(ParseOptions::from_ofctl_options("--bogus").is_err());
         assert!(ParseOptions::from_ofctl_options("-O").is_err());
     }

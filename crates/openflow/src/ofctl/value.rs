@@ -439,17 +439,19 @@ fn parse_flags(
             rest = &rest[1..];
             let end = rest.find(['+', '-']).unwrap_or(rest.len());
             let word = &rest[..end];
+            // OVS reports the text from the failing flag on.
+            let unknown_here = || Error::Parse(format!("{rest}: unknown {what} flag(s)"));
             let bit = (0..32)
                 .map(|i| 1u32 << i)
                 .find(|b| name_of(*b) == Some(word))
-                .ok_or_else(unknown)?;
+                .ok_or_else(unknown_here)?;
             if mask & bit != 0 {
                 return Err(Error::Parse(format!(
                     "{rest}: Each {what} flag can be specified only once"
                 )));
             }
             if bit & allowed == 0 {
-                return Err(unknown());
+                return Err(unknown_here());
             }
             if set {
                 flags |= bit;
@@ -760,7 +762,15 @@ mod tests {
         let f = field("ct_state");
         assert_eq!(parse_value_mask(f, "+trk+est-new").unwrap(), (0x22, 0x23));
         assert_eq!(format_value_mask(f, 0x22, 0x23), "-new+est+trk");
-        assert!(parse_value_mask(f, "+bogus").is_err());
+        assert_eq!(
+            parse_value_mask(f, "+trk+bogus").unwrap_err().to_string(),
+            "bogus: unknown ct_state flag(s)"
+        );
+        let f = field("tcp_flags");
+        assert_eq!(
+            parse_value_mask(f, "+ack-ack").unwrap_err().to_string(),
+            "ack: Each TCP flag can be specified only once"
+        );
         let f = field("ip_frag");
         assert_eq!(parse_value_mask(f, "first").unwrap(), (1, 0xff));
         assert_eq!(parse_value_mask(f, "not_later").unwrap(), (0, 0xfe));
