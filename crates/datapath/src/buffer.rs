@@ -2,19 +2,21 @@
 //!
 //! # Geometry
 //!
-//! A buffer is a fixed-size byte array taken from a [`Pool`](crate::pool::Pool) and given
-//! back to it when the [`Packet`] is dropped. The frame lives at `head..head + len`; the
-//! bytes before `head` are headroom for pushing headers (VLAN, MPLS, tunnel encapsulation)
-//! in place, the bytes after are tailroom.
+//! A buffer is one fixed-size allocation taken from a [`Pool`](crate::pool::Pool) and given
+//! back to it when the [`Packet`] is dropped. It starts with a 64-byte header (the frame's
+//! offset and length, and the [`Metadata`]), then [`HEADROOM`] bytes for pushing headers
+//! (VLAN, MPLS, tunnel encapsulation) in place, then the data room; a received frame starts
+//! right after the headroom, on a cache-line boundary. A [`Packet`] is a two-pointer handle
+//! to its buffer, so batches and stages move handles, not metadata.
 //!
 //! There are two size classes ([`BufClass`]):
 //!
-//! - **small**: [`HEADROOM`] + [`SMALL_ROOM`] = 128 + 2048 bytes. Holds any standard frame (1518 B
-//!   with FCS, 1514 B in memory) with 530 B to spare for pushed headers, like a DPDK mbuf
-//!   (`RTE_PKTMBUF_HEADROOM` = 128, 2048-byte data room).
-//! - **jumbo**: [`HEADROOM`] + [`JUMBO_ROOM`] = 128 + 9216 bytes, for 9000-byte MTUs.
+//! - **small**: 64 + [`HEADROOM`] + [`SMALL_ROOM`] = 64 + 128 + 2048 bytes. Holds any standard
+//!   frame (1518 B with FCS, 1514 B in memory) with 530 B to spare for pushed headers, like a DPDK
+//!   mbuf (`RTE_PKTMBUF_HEADROOM` = 128, 2048-byte data room).
+//! - **jumbo**: 64 + [`HEADROOM`] + [`JUMBO_ROOM`] = 64 + 128 + 9216 bytes, for 9000-byte MTUs.
 //!
-//! Why two classes and not one: almost all traffic is ≤ 1518 B, and a 9.3 KB buffer for a
+//! Why two classes and not one: almost all traffic is ≤ 1518 B, and a 9.4 KB buffer for a
 //! 64 B frame wastes memory and, worse, TLB reach and cache sets once a pool holds thousands
 //! of buffers (rx rings, tx queues, packets parked in upcalls). Why not more classes: the
 //! allocator picks a class with one comparison; a third class buys little. Frames longer
@@ -22,11 +24,11 @@
 //!
 //! # Metadata
 //!
-//! [`Metadata`] is a plain typed struct that travels with the packet (style.md § 5: not an
-//! opaque byte overlay): ingress port and queue, the header offsets found by extraction, and
-//! the flow hash. The 360-byte [`packet::FlowKey`] is not stored per buffer; a stage that
-//! needs keys keeps them in a per-batch array, indexed like the batch (as OVS keeps `keys[]`
-//! on the PMD stack), so that a buffer's hot metadata stays on one cache line.
+//! [`Metadata`] is a plain typed struct in the buffer's header (style.md § 5: not an opaque
+//! byte overlay): ingress port and queue, the header offsets found by extraction, and the
+//! flow hash. The 360-byte [`packet::FlowKey`] is not stored per buffer; a stage that needs
+//! keys keeps them in a per-batch array, indexed like the batch (as OVS keeps `keys[]` on
+//! the PMD stack), so that a buffer's metadata stays on one cache line.
 //!
 //! # Example
 //!
@@ -52,6 +54,8 @@ use crate::pool::PoolShared;
 
 /// Bytes reserved in front of a received frame for pushing headers in place.
 pub const HEADROOM: usize = 128;
+/// Bytes of the header in front of every buffer's headroom (offsets and [`Metadata`]).
+pub const BUF_HEADER_LEN: usize = 64;
 /// Data room of a small buffer (after the headroom).
 pub const SMALL_ROOM: usize = 2048;
 /// Data room of a jumbo buffer (after the headroom): a 9000-byte MTU plus Ethernet, two VLAN
@@ -90,7 +94,7 @@ impl BufClass {
         }
     }
 
-    /// Total bytes of a buffer of this class.
+    /// Bytes of headroom and data room of a buffer of this class (the header not included).
     pub const fn size(self) -> usize {
         HEADROOM + self.room()
     }
@@ -107,7 +111,8 @@ impl BufClass {
         }
     }
 
-    /// The class of a buffer of `size` bytes.
+    /// The class of a buffer whose headroom and data room total `size` bytes.
+    #[inline]
     pub(crate) fn of_size(size: usize) -> BufClass {
         if size == BufClass::Small.size() {
             BufClass::Small
@@ -154,6 +159,7 @@ impl Metadata {
         self.l4_ofs = None;
     }
 
+    #[inline]
     fn shift_offsets(&mut self, pushed: usize, pulled: usize) {
         for o in [&mut self.l2_5_ofs, &mut self.l3_ofs, &mut self.l4_ofs] {
             *o = o.and_then(|v| {
@@ -164,22 +170,79 @@ impl Metadata {
     }
 }
 
-/// A packet in flight: a pooled buffer, the frame's place in it, and its metadata.
-///
-/// Owning a `Packet` owns the buffer; dropping it returns the buffer to the pool it came
-/// from, without freeing memory. A `Packet` is tied to its pool's thread (it is `!Send`): a
-/// PMD thread allocates, forwards and frees on the same free lists, which keeps them
-/// lock-free.
-pub struct Packet {
-    /// The whole buffer, of [`BufClass::size`] bytes. Empty only transiently in `drop`.
-    storage: Box<[u8]>,
-    /// Offset of the first byte of the frame in `storage`.
+/// The header of a buffer: the frame's place and the metadata, one cache line
+/// ([`BUF_HEADER_LEN`]) in front of the headroom.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct BufHeader {
+    /// Offset of the first byte of the frame in `data`.
     head: u16,
     /// Length of the frame.
     len: u16,
     /// The packet's metadata.
-    pub meta: Metadata,
-    /// The pool that gets `storage` back.
+    meta: Metadata,
+}
+
+impl BufHeader {
+    const FRESH: BufHeader = BufHeader {
+        head: buf_u16(HEADROOM),
+        len: 0,
+        meta: Metadata {
+            in_port: 0,
+            rx_queue: 0,
+            l2_5_ofs: None,
+            l3_ofs: None,
+            l4_ofs: None,
+            hash: None,
+        },
+    };
+}
+
+const _: () = assert!(std::mem::size_of::<BufHeader>() == BUF_HEADER_LEN);
+
+/// A buffer: its header, then [`HEADROOM`] bytes, then the data room of its class. The pool
+/// creates it as `Buf<[u8; N]>` and keeps it as `Buf<[u8]>` (an unsizing coercion), so both
+/// classes share one type and one allocation each.
+#[repr(C)]
+pub(crate) struct Buf<D: ?Sized> {
+    hdr: BufHeader,
+    data: D,
+}
+
+/// A buffer of either class.
+pub(crate) type BufBox = Box<Buf<[u8]>>;
+
+/// Allocates one buffer of `class`: the pool's only allocations.
+pub(crate) fn new_buf(class: BufClass) -> BufBox {
+    fn make<const N: usize>() -> BufBox {
+        Box::new(Buf {
+            hdr: BufHeader::FRESH,
+            data: [0u8; N],
+        })
+    }
+    match class {
+        BufClass::Small => make::<{ HEADROOM + SMALL_ROOM }>(),
+        BufClass::Jumbo => make::<{ HEADROOM + JUMBO_ROOM }>(),
+    }
+}
+
+/// The class of a buffer, from its size.
+#[inline]
+pub(crate) fn buf_class(buf: &Buf<[u8]>) -> BufClass {
+    BufClass::of_size(buf.data.len())
+}
+
+/// A packet in flight: a handle to a pooled buffer, which holds the frame and its
+/// [`Metadata`].
+///
+/// Owning a `Packet` owns the buffer; dropping it returns the buffer to the pool it came
+/// from, without freeing memory. A `Packet` is two pointers wide, so batches move handles,
+/// not metadata. It is tied to its pool's thread (it is `!Send`): a PMD thread allocates,
+/// forwards and frees on the same free lists, which keeps them free of atomics.
+pub struct Packet {
+    /// Always `Some` while the packet lives; taken only in `drop`.
+    buf: Option<BufBox>,
+    /// The pool that gets `buf` back.
     pool: Rc<PoolShared>,
 }
 
@@ -193,57 +256,84 @@ pub struct NoRoom {
     pub available: usize,
 }
 
+const LIVE: &str = "a live packet always holds its buffer; it is taken only in drop";
+
 impl Packet {
-    /// Wraps a buffer taken from `pool`; the frame is empty and starts after the headroom.
-    pub(crate) fn from_pool(storage: Box<[u8]>, pool: Rc<PoolShared>) -> Packet {
+    /// Wraps a buffer taken from `pool`, resetting its header: the frame is empty and
+    /// starts after the headroom, the metadata is default.
+    #[inline]
+    pub(crate) fn from_pool(mut buf: BufBox, pool: Rc<PoolShared>) -> Packet {
+        buf.hdr = BufHeader::FRESH;
         Packet {
-            storage,
-            head: buf_u16(HEADROOM),
-            len: 0,
-            meta: Metadata::default(),
+            buf: Some(buf),
             pool,
         }
+    }
+
+    #[inline(always)]
+    fn buf(&self) -> &Buf<[u8]> {
+        self.buf.as_deref().expect(LIVE)
+    }
+
+    #[inline(always)]
+    fn buf_mut(&mut self) -> &mut Buf<[u8]> {
+        self.buf.as_deref_mut().expect(LIVE)
+    }
+
+    /// The packet's metadata.
+    #[inline]
+    pub fn meta(&self) -> &Metadata {
+        &self.buf().hdr.meta
+    }
+
+    /// The packet's metadata, writable.
+    #[inline]
+    pub fn meta_mut(&mut self) -> &mut Metadata {
+        &mut self.buf_mut().hdr.meta
     }
 
     /// The frame's bytes.
     #[inline]
     pub fn data(&self) -> &[u8] {
-        let head = usize::from(self.head);
-        &self.storage[head..head + usize::from(self.len)]
+        let b = self.buf();
+        let head = usize::from(b.hdr.head);
+        &b.data[head..head + usize::from(b.hdr.len)]
     }
 
     /// The frame's bytes, writable.
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
-        let head = usize::from(self.head);
-        &mut self.storage[head..head + usize::from(self.len)]
+        let b = self.buf_mut();
+        let head = usize::from(b.hdr.head);
+        &mut b.data[head..head + usize::from(b.hdr.len)]
     }
 
     /// Length of the frame in bytes.
     #[inline]
     pub fn len(&self) -> usize {
-        usize::from(self.len)
+        usize::from(self.buf().hdr.len)
     }
 
     /// Whether the frame is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// The buffer's size class.
     pub fn class(&self) -> BufClass {
-        BufClass::of_size(self.storage.len())
+        buf_class(self.buf())
     }
 
     /// Bytes free in front of the frame.
     pub fn headroom(&self) -> usize {
-        usize::from(self.head)
+        usize::from(self.buf().hdr.head)
     }
 
     /// Bytes free behind the frame.
     pub fn tailroom(&self) -> usize {
-        self.storage.len() - self.headroom() - self.len()
+        let b = self.buf();
+        b.data.len() - usize::from(b.hdr.head) - usize::from(b.hdr.len)
     }
 
     /// Replaces the frame with a copy of `frame`, placed after the default headroom.
@@ -251,43 +341,45 @@ impl Packet {
     /// Fails, leaving the packet as it was, if `frame` does not fit after the headroom.
     #[inline]
     pub fn set_data(&mut self, frame: &[u8]) -> Result<(), NoRoom> {
-        let available = self.storage.len() - HEADROOM;
-        if frame.len() > available {
+        let b = self.buf_mut();
+        let Some(dst) = b.data.get_mut(HEADROOM..HEADROOM + frame.len()) else {
             return Err(NoRoom {
                 needed: frame.len(),
-                available,
+                available: b.data.len() - HEADROOM,
             });
-        }
-        self.storage[HEADROOM..HEADROOM + frame.len()].copy_from_slice(frame);
-        self.head = buf_u16(HEADROOM);
-        self.len = buf_u16(frame.len());
+        };
+        dst.copy_from_slice(frame);
+        b.hdr.head = buf_u16(HEADROOM);
+        b.hdr.len = buf_u16(frame.len());
         Ok(())
     }
 
     /// Grows the frame by `n` bytes at the front (into the headroom) and returns them, for
     /// the caller to fill. Header offsets in the metadata move with the frame.
     pub fn push_front(&mut self, n: usize) -> Result<&mut [u8], NoRoom> {
-        let available = self.headroom();
+        let b = self.buf_mut();
+        let available = usize::from(b.hdr.head);
         if n > available {
             return Err(NoRoom {
                 needed: n,
                 available,
             });
         }
-        self.head -= buf_u16(n);
-        self.len += buf_u16(n);
-        self.meta.shift_offsets(n, 0);
-        let head = usize::from(self.head);
-        Ok(&mut self.storage[head..head + n])
+        b.hdr.head -= buf_u16(n);
+        b.hdr.len += buf_u16(n);
+        b.hdr.meta.shift_offsets(n, 0);
+        let head = usize::from(b.hdr.head);
+        Ok(&mut b.data[head..head + n])
     }
 
     /// Removes `n` bytes from the front of the frame (at most its length) and returns how
     /// many were removed. Header offsets that pointed into them become `None`.
     pub fn pull_front(&mut self, n: usize) -> usize {
-        let n = n.min(self.len());
-        self.head += buf_u16(n);
-        self.len -= buf_u16(n);
-        self.meta.shift_offsets(0, n);
+        let b = self.buf_mut();
+        let n = n.min(usize::from(b.hdr.len));
+        b.hdr.head += buf_u16(n);
+        b.hdr.len -= buf_u16(n);
+        b.hdr.meta.shift_offsets(0, n);
         n
     }
 
@@ -300,33 +392,37 @@ impl Packet {
                 available,
             });
         }
-        let end = self.headroom() + self.len();
-        self.len += buf_u16(n);
-        Ok(&mut self.storage[end..end + n])
+        let b = self.buf_mut();
+        let end = usize::from(b.hdr.head) + usize::from(b.hdr.len);
+        b.hdr.len += buf_u16(n);
+        Ok(&mut b.data[end..end + n])
     }
 
     /// Shortens the frame to `len` bytes; does nothing if it is not longer.
     pub fn truncate(&mut self, len: usize) {
-        if len < self.len() {
-            self.len = buf_u16(len);
+        let b = self.buf_mut();
+        if len < usize::from(b.hdr.len) {
+            b.hdr.len = buf_u16(len);
         }
     }
 }
 
 impl Drop for Packet {
+    #[inline]
     fn drop(&mut self) {
-        // An empty boxed slice does not allocate, so this take is free.
-        self.pool.put(std::mem::take(&mut self.storage));
+        if let Some(buf) = self.buf.take() {
+            self.pool.put(buf);
+        }
     }
 }
 
 impl fmt::Debug for Packet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Packet")
-            .field("len", &self.len)
-            .field("headroom", &self.head)
+            .field("len", &self.len())
+            .field("headroom", &self.headroom())
             .field("class", &self.class())
-            .field("meta", &self.meta)
+            .field("meta", self.meta())
             .finish_non_exhaustive()
     }
 }
@@ -374,12 +470,22 @@ mod tests {
     fn push_pull_front_shift_offsets() {
         let pool = pool();
         let mut p = pool.alloc_copy(&[0; 60]).unwrap();
-        p.meta.l3_ofs = Some(14);
-        p.meta.l4_ofs = Some(34);
+        p.meta_mut().l3_ofs = Some(14);
+        p.meta_mut().l4_ofs = Some(34);
         p.push_front(4).unwrap();
-        assert_eq!((p.meta.l3_ofs, p.meta.l4_ofs), (Some(18), Some(38)));
+        assert_eq!((p.meta().l3_ofs, p.meta().l4_ofs), (Some(18), Some(38)));
         assert_eq!(p.pull_front(20), 20);
-        assert_eq!((p.meta.l3_ofs, p.meta.l4_ofs), (None, Some(18)));
+        assert_eq!((p.meta().l3_ofs, p.meta().l4_ofs), (None, Some(18)));
+    }
+
+    #[test]
+    fn alloc_copy_frame_starts_on_cache_line() {
+        let pool = pool();
+        for len in [60, 1514, 9000] {
+            let p = pool.alloc_copy(&vec![1; len]).unwrap();
+            assert_eq!(p.data().as_ptr() as usize % 64, 0);
+            assert_eq!(p.headroom(), HEADROOM);
+        }
     }
 
     #[test]

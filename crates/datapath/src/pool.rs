@@ -38,26 +38,27 @@ use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
 
-use crate::buffer::{BufClass, Packet, MAX_FRAME_LEN};
+use crate::buffer::{buf_class, new_buf, BufBox, BufClass, Packet, BUF_HEADER_LEN, MAX_FRAME_LEN};
 
 /// How many buffers of each class a pool preallocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolConfig {
-    /// Small buffers (128 + 2048 bytes each).
+    /// Small buffers (64 + 128 + 2048 bytes each).
     pub n_small: usize,
-    /// Jumbo buffers (128 + 9216 bytes each).
+    /// Jumbo buffers (64 + 128 + 9216 bytes each).
     pub n_jumbo: usize,
 }
 
 impl PoolConfig {
     /// Bytes of buffer memory a pool of this configuration allocates.
     pub fn memory_len(&self) -> usize {
-        self.n_small * BufClass::Small.size() + self.n_jumbo * BufClass::Jumbo.size()
+        self.n_small * (BUF_HEADER_LEN + BufClass::Small.size())
+            + self.n_jumbo * (BUF_HEADER_LEN + BufClass::Jumbo.size())
     }
 }
 
 impl Default for PoolConfig {
-    /// 4096 small buffers (8.5 MiB) and 256 jumbo (2.3 MiB): 128 full batches of small
+    /// 4096 small buffers (8.75 MiB) and 256 jumbo (2.3 MiB): 128 full batches of small
     /// frames in flight, far more than one PMD thread holds at a time.
     fn default() -> Self {
         PoolConfig {
@@ -80,8 +81,8 @@ pub enum AllocError {
 
 /// The free lists, shared (on one thread) by the pool and its packets.
 pub(crate) struct PoolShared {
-    small: RefCell<Vec<Box<[u8]>>>,
-    jumbo: RefCell<Vec<Box<[u8]>>>,
+    small: RefCell<Vec<BufBox>>,
+    jumbo: RefCell<Vec<BufBox>>,
     config: PoolConfig,
 }
 
@@ -89,14 +90,14 @@ impl PoolShared {
     /// Takes a buffer back. The free list was created with room for every buffer of the
     /// pool, so this push never reallocates.
     #[inline]
-    pub(crate) fn put(&self, storage: Box<[u8]>) {
-        match BufClass::of_size(storage.len()) {
-            BufClass::Small => self.small.borrow_mut().push(storage),
-            BufClass::Jumbo => self.jumbo.borrow_mut().push(storage),
+    pub(crate) fn put(&self, buf: BufBox) {
+        match buf_class(&buf) {
+            BufClass::Small => self.small.borrow_mut().push(buf),
+            BufClass::Jumbo => self.jumbo.borrow_mut().push(buf),
         }
     }
 
-    fn list(&self, class: BufClass) -> &RefCell<Vec<Box<[u8]>>> {
+    fn list(&self, class: BufClass) -> &RefCell<Vec<BufBox>> {
         match class {
             BufClass::Small => &self.small,
             BufClass::Jumbo => &self.jumbo,
@@ -116,7 +117,7 @@ impl Pool {
     pub fn new(config: PoolConfig) -> Pool {
         let make = |class: BufClass, n: usize| {
             let mut list = Vec::with_capacity(n);
-            list.extend((0..n).map(|_| vec![0u8; class.size()].into_boxed_slice()));
+            list.extend((0..n).map(|_| new_buf(class)));
             RefCell::new(list)
         };
         Pool {
@@ -138,8 +139,8 @@ impl Pool {
     /// Takes an empty packet of the given class, or `None` if the class is exhausted.
     #[inline]
     pub fn alloc_class(&self, class: BufClass) -> Option<Packet> {
-        let storage = self.shared.list(class).borrow_mut().pop()?;
-        Some(Packet::from_pool(storage, Rc::clone(&self.shared)))
+        let buf = self.shared.list(class).borrow_mut().pop()?;
+        Some(Packet::from_pool(buf, Rc::clone(&self.shared)))
     }
 
     /// Takes a packet holding a copy of `frame` (the rx path of every copying port).
@@ -239,13 +240,13 @@ mod tests {
             n_jumbo: 0,
         });
         let mut p = pool.alloc_copy(&[1; 100]).unwrap();
-        p.meta.in_port = 9;
+        p.meta_mut().in_port = 9;
         p.push_front(10).unwrap();
         drop(p);
         let q = pool.alloc(0).unwrap();
         assert!(q.is_empty());
         assert_eq!(q.headroom(), crate::buffer::HEADROOM);
-        assert_eq!(q.meta, crate::buffer::Metadata::default());
+        assert_eq!(*q.meta(), crate::buffer::Metadata::default());
     }
 
     #[test]

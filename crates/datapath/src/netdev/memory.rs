@@ -160,7 +160,7 @@ impl Netdev for MemoryNetdev {
             };
             match pool.alloc_copy(&frame) {
                 Ok(mut pkt) => {
-                    pkt.meta.rx_queue = queue_id(q);
+                    pkt.meta_mut().rx_queue = queue_id(q);
                     queue.stats.count_rx(frame.len());
                     batch.push_unchecked(pkt);
                     n += 1;
@@ -241,7 +241,7 @@ mod tests {
                     if got == 0 {
                         break;
                     }
-                    assert!(batch.iter().all(|p| p.meta.rx_queue == 1));
+                    assert!(batch.iter().all(|p| p.meta().rx_queue == 1));
                     n_batches += 1;
                     port.send(0, &mut batch);
                     assert!(batch.is_empty());

@@ -203,7 +203,7 @@ impl Netdev for PcapReplay {
             }
             match pool.alloc_copy(frame) {
                 Ok(mut pkt) => {
-                    pkt.meta.rx_queue = rx_queue;
+                    pkt.meta_mut().rx_queue = rx_queue;
                     queue.stats.count_rx(frame.len());
                     batch.push_unchecked(pkt);
                     n += 1;
