@@ -243,6 +243,8 @@ pub enum Action {
     CtClear,
     /// `clone(ACTIONS)`.
     Clone(Vec<Action>),
+    /// `learn(...)`: adds or modifies a flow when executed.
+    Learn(Box<Learn>),
     /// `check_pkt_larger(LEN)->DST`.
     CheckPktLarger {
         /// Length to compare with.
@@ -477,6 +479,73 @@ pub struct Multipath {
     pub arg: u32,
     /// Where the link number goes.
     pub dst: Subfield,
+}
+
+/// `learn(...)` parameters (OVS `struct ofpact_learn`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Learn {
+    /// Table of the learned flow (default 1).
+    pub table: u8,
+    /// Idle timeout of the learned flow (0 = none).
+    pub idle_timeout: u16,
+    /// Hard timeout of the learned flow (0 = none).
+    pub hard_timeout: u16,
+    /// `fin_idle_timeout`.
+    pub fin_idle_timeout: u16,
+    /// `fin_hard_timeout`.
+    pub fin_hard_timeout: u16,
+    /// Priority of the learned flow (default 32768).
+    pub priority: u16,
+    /// Cookie of the learned flow.
+    pub cookie: u64,
+    /// `send_flow_rem`.
+    pub send_flow_rem: bool,
+    /// `delete_learned`: delete learned flows when this one goes.
+    pub delete_learned: bool,
+    /// Maximum number of learned flows (0 = no limit).
+    pub limit: u32,
+    /// One bit set to 1 if the flow was learned, 0 if the limit stopped it.
+    pub result_dst: Option<Subfield>,
+    /// What the learned flow matches and does.
+    pub specs: Vec<LearnSpec>,
+}
+
+/// One part of a learned flow (OVS `struct ofpact_learn_spec`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LearnSpec {
+    /// `dst` or `dst=src`: match `dst` on the value `src` has in this packet.
+    MatchField {
+        /// Field of the learned match.
+        dst: Subfield,
+        /// Where the value comes from (equal to `dst` for the short form).
+        src: Subfield,
+    },
+    /// `dst=VALUE`: match `dst` on a constant.
+    MatchImm {
+        /// Field of the learned match.
+        dst: Subfield,
+        /// The constant (right-aligned to `dst`'s bits).
+        value: u128,
+    },
+    /// `load:VALUE->dst`: the learned flow loads a constant.
+    LoadImm {
+        /// Destination of the learned load.
+        dst: Subfield,
+        /// The constant.
+        value: u128,
+    },
+    /// `load:src->dst`: the learned flow loads the value `src` has in this packet.
+    LoadField {
+        /// Destination of the learned load.
+        dst: Subfield,
+        /// Where the value comes from.
+        src: Subfield,
+    },
+    /// `output:src`: the learned flow outputs to the port `src` holds in this packet.
+    Output {
+        /// Where the port number comes from.
+        src: Subfield,
+    },
 }
 
 /// `sample(...)` parameters.

@@ -23,6 +23,7 @@
 //! Parsing never panics, whatever the input (a property test checks it).
 
 mod check;
+mod learn;
 mod parse;
 pub mod print;
 

@@ -33,18 +33,23 @@ const OFPM13_MAX: u32 = 0xffff_0000;
 /// The parts of the flow the checks read (values as matched; wildcarded bits are 0).
 #[derive(Debug, Clone)]
 pub(crate) struct FlowState {
-    dl_type: u16,
-    nw_proto: u8,
-    nw_frag: u8,
-    vlan_tci: u16,
-    vlan_tci1: u16,
-    tp_src: u16,
-    tp_dst: u16,
-    ct_state: u32,
-    ct_state_mask: u32,
+    pub(crate) dl_type: u16,
+    pub(crate) nw_proto: u8,
+    pub(crate) nw_frag: u8,
+    pub(crate) vlan_tci: u16,
+    pub(crate) vlan_tci1: u16,
+    pub(crate) tp_src: u16,
+    pub(crate) tp_dst: u16,
+    pub(crate) ct_state: u32,
+    pub(crate) ct_state_mask: u32,
 }
 
 impl FlowState {
+    /// The flow of a match that matches everything.
+    pub(crate) fn catch_all() -> Self {
+        FlowState::from_match(&Match::catch_all())
+    }
+
     pub(crate) fn from_match(m: &Match) -> Self {
         let v = m.value();
         FlowState {
@@ -76,7 +81,7 @@ impl FlowState {
     }
 
     /// OVS `mf_are_prereqs_ok`.
-    fn prereqs_ok(&self, f: &Field) -> bool {
+    pub(crate) fn prereqs_ok(&self, f: &Field) -> bool {
         let l4 = |proto: u8| self.is_ip_any() && self.nw_proto == proto;
         let icmp6 = self.dl_type == ETH_TYPE_IPV6 && self.nw_proto == 58;
         match f.prereq {
@@ -296,6 +301,7 @@ fn check_one(
             check_list(&mut ct.exec, flow, &mut sub, table_id)?;
             *usable = usable.and(sub);
         }
+        Action::Learn(l) => super::learn::check_learn(l, flow)?,
         Action::Clone(inner) => {
             let mut sub = Protocols::ANY;
             check_list(inner, flow, &mut sub, table_id)?;

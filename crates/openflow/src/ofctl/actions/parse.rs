@@ -100,7 +100,7 @@ fn str_to_u64(s: &str) -> Result<u64, Error> {
 }
 
 /// C's `atoi`: leading digits, 0 if none.
-fn atoi(s: &str) -> i64 {
+pub(crate) fn atoi(s: &str) -> i64 {
     let t = s.trim_start();
     let (neg, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -450,7 +450,8 @@ impl<'c> State<'c> {
                     .ok_or_else(|| err(format!("unknown table \"{arg}\"")))?;
                 Action::GotoTable { table }
             }
-            "learn" | "push" | "pop" | "encap" | "decap" | "dec_nsh_ttl" | "delete_field"
+            "learn" => Action::Learn(Box::new(super::learn::parse_learn(arg)?)),
+            "push" | "pop" | "encap" | "decap" | "dec_nsh_ttl" | "delete_field"
             | "unroll_xlate" | "debug_recirc" | "debug_slow" => {
                 return Err(err(format!("{key}: action not supported by ferrovs yet")))
             }
@@ -1212,6 +1213,7 @@ pub(crate) fn action_name(a: &Action) -> &'static str {
         Action::CtClear => "ct_clear",
         Action::Clone(_) => "clone",
         Action::CheckPktLarger { .. } => "check_pkt_larger",
+        Action::Learn(_) => "learn",
         Action::Meter { .. } => "meter",
         Action::ClearActions => "clear_actions",
         Action::WriteActions(_) => "write_actions",

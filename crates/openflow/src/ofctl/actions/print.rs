@@ -809,6 +809,7 @@ fn format_one(a: &Action, v: OfVersion, s: &mut String) {
         Action::Clone(inner) => {
             let _ = write!(s, "clone({})", format_list(inner, v));
         }
+        Action::Learn(l) => super::learn::format_learn(l, s),
         Action::CheckPktLarger { pkt_len, dst } => {
             let _ = write!(s, "check_pkt_larger({pkt_len})->{dst}");
         }
