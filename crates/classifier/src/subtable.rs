@@ -28,8 +28,10 @@ pub(crate) struct Entry<T> {
     /// The first `N_INLINE` value words (zero-padded).
     vals: [u64; N_INLINE],
     head: Arc<Rule<T>>,
-    /// Rules with the same match but lower priority, best first (rare).
-    rest: Vec<Arc<Rule<T>>>,
+    /// Rules with the same match but lower priority, best first (rare, so boxed: an entry
+    /// is 48 bytes).
+    #[allow(clippy::box_collection)] // One thin pointer instead of a three-word `Vec`.
+    rest: Option<Box<Vec<Arc<Rule<T>>>>>,
 }
 
 impl<T> Entry<T> {
@@ -41,8 +43,16 @@ impl<T> Entry<T> {
         Entry {
             vals,
             head: rule,
-            rest: Vec::new(),
+            rest: None,
         }
+    }
+
+    fn rest(&self) -> &[Arc<Rule<T>>] {
+        self.rest.as_deref().map_or(&[], |v| v.as_slice())
+    }
+
+    fn rest_mut(&mut self) -> &mut Vec<Arc<Rule<T>>> {
+        self.rest.get_or_insert_with(Box::default)
     }
 
     /// True if this entry holds masked value `values`.
@@ -87,6 +97,10 @@ impl TrieCtx<'_> {
     }
 }
 
+/// Partial hashes of a value: one per stage but the last, and how many.
+#[derive(Debug, Default)]
+struct Partial([u64; packet::key::STAGES.len() - 1], usize);
+
 /// The hash of masked value words `values` (for rehashing on growth).
 fn rehash(values: &[u64], seed: u64) -> u64 {
     let mut h = seed;
@@ -126,7 +140,7 @@ impl<T> Subtable<T> {
     }
 
     /// The partial hashes of `values` (one per touched stage but the last) and the full one.
-    fn hashes(&self, values: &[u64], seed: u64, partial: &mut Vec<u64>) -> u64 {
+    fn hashes(&self, values: &[u64], seed: u64, partial: &mut Partial) -> u64 {
         let m = &*self.mask;
         let mut h = seed;
         let mut pos = 0;
@@ -137,7 +151,8 @@ impl<T> Subtable<T> {
             }
             pos = end;
             if j + 1 < m.stage_ends.len() {
-                partial.push(finish(h));
+                partial.0[partial.1] = finish(h);
+                partial.1 += 1;
             }
         }
         finish(h)
@@ -145,7 +160,7 @@ impl<T> Subtable<T> {
 
     /// Adds `rule` (not present yet).
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T>>, seed: u64) {
-        let mut partial = Vec::new();
+        let mut partial = Partial::default();
         let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
         *self.priorities.entry(rule.priority).or_insert(0) += 1;
         self.n_rules += 1;
@@ -155,17 +170,17 @@ impl<T> Subtable<T> {
         {
             if rule.rank > e.head.rank {
                 let old = std::mem::replace(&mut e.head, rule);
-                e.rest.insert(0, old);
+                e.rest_mut().insert(0, old);
             } else {
-                let at = e.rest.partition_point(|r| r.rank > rule.rank);
-                e.rest.insert(at, rule);
+                let at = e.rest().partition_point(|r| r.rank > rule.rank);
+                e.rest_mut().insert(at, rule);
             }
             return;
         }
         self.table.insert_unique(hash, Entry::new(rule), |e| {
             rehash(e.head.values.as_slice(), seed)
         });
-        for (ix, ph) in self.stage_index.iter_mut().zip(partial) {
+        for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
             match ix.find_mut(ph, |e| e.0 == ph) {
                 Some(e) => e.1 += 1,
                 None => {
@@ -182,16 +197,16 @@ impl<T> Subtable<T> {
         priority: u32,
         seed: u64,
     ) -> Option<&Arc<Rule<T>>> {
-        let hash = self.hashes(values, seed, &mut Vec::new());
+        let hash = self.hashes(values, seed, &mut Partial::default());
         let e = self.table.find(hash, |e| e.holds(values))?;
         std::iter::once(&e.head)
-            .chain(e.rest.iter())
+            .chain(e.rest().iter())
             .find(|r| r.priority == priority)
     }
 
     /// Removes the rule with `rule`'s match and rank; returns it, or `None` if absent.
     pub(crate) fn remove(&mut self, rule: &Rule<T>, seed: u64) -> Option<Arc<Rule<T>>> {
-        let mut partial = Vec::new();
+        let mut partial = Partial::default();
         let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
         let Ok(mut occ) = self
             .table
@@ -201,9 +216,9 @@ impl<T> Subtable<T> {
         };
         let e = occ.get_mut();
         let removed = if e.head.rank == rule.rank {
-            if e.rest.is_empty() {
+            if e.rest().is_empty() {
                 let (entry, _) = occ.remove();
-                for (ix, ph) in self.stage_index.iter_mut().zip(partial) {
+                for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
                     if let Ok(mut o) = ix.find_entry(ph, |e| e.0 == ph) {
                         o.get_mut().1 -= 1;
                         if o.get().1 == 0 {
@@ -213,12 +228,19 @@ impl<T> Subtable<T> {
                 }
                 entry.head
             } else {
-                let next = e.rest.remove(0);
+                let next = e.rest_mut().remove(0);
+                if e.rest().is_empty() {
+                    e.rest = None;
+                }
                 std::mem::replace(&mut e.head, next)
             }
         } else {
-            let at = e.rest.iter().position(|r| r.rank == rule.rank)?;
-            e.rest.remove(at)
+            let at = e.rest().iter().position(|r| r.rank == rule.rank)?;
+            let r = e.rest_mut().remove(at);
+            if e.rest().is_empty() {
+                e.rest = None;
+            }
+            r
         };
         self.n_rules -= 1;
         if let std::collections::btree_map::Entry::Occupied(mut o) =
@@ -234,12 +256,12 @@ impl<T> Subtable<T> {
 
     /// Replaces the rule with `new`'s match and rank by `new`; returns the old one.
     pub(crate) fn replace(&mut self, new: Arc<Rule<T>>, seed: u64) -> Option<Arc<Rule<T>>> {
-        let hash = self.hashes(new.values.as_slice(), seed, &mut Vec::new());
+        let hash = self.hashes(new.values.as_slice(), seed, &mut Partial::default());
         let e = self
             .table
             .find_mut(hash, |e| e.holds(new.values.as_slice()))?;
         let slot = std::iter::once(&mut e.head)
-            .chain(e.rest.iter_mut())
+            .chain(e.rest.iter_mut().flat_map(|v| v.iter_mut()))
             .find(|r| r.rank == new.rank)?;
         Some(std::mem::replace(slot, new))
     }
@@ -304,7 +326,7 @@ impl<T> Subtable<T> {
     pub(crate) fn rules(&self) -> impl Iterator<Item = &Arc<Rule<T>>> {
         self.table
             .iter()
-            .flat_map(|e| std::iter::once(&e.head).chain(e.rest.iter()))
+            .flat_map(|e| std::iter::once(&e.head).chain(e.rest().iter()))
     }
 
     /// Bytes held by this subtable's tables (not the rules).

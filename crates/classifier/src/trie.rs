@@ -307,4 +307,50 @@ mod tests {
         assert_eq!(t.n_nodes(), 0);
         assert!(!t.remove(ps[0].0, ps[0].1));
     }
+
+    proptest::proptest! {
+        /// The trie agrees with a list of prefixes, and every address that agrees with the
+        /// looked-up one on `examined` bits gets the same answer.
+        #[test]
+        fn lookup_random_prefixes_agrees_with_list(
+            ops in proptest::collection::vec((0u32..64, 0u8..=32, proptest::bool::ANY), 0..80),
+            probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..40),
+        ) {
+            // Addresses from a small space (high bits from 0..64) so that prefixes overlap.
+            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
+            let mut t = Trie::default();
+            let mut list: Vec<(u128, u8)> = Vec::new();
+            for (a, len, remove) in ops {
+                let len = len.max(1);
+                let (b, l) = v4(addr(a), len);
+                if remove {
+                    let pos = list.iter().position(|p| *p == (b, l));
+                    proptest::prop_assert_eq!(t.remove(b, l), pos.is_some());
+                    if let Some(p) = pos {
+                        list.swap_remove(p);
+                    }
+                } else {
+                    t.insert(b, l);
+                    list.push((b, l));
+                }
+            }
+            for (a, noise) in probes {
+                let v = u128::from(addr(a) ^ (noise & 0xff)) << 96;
+                let m = t.lookup(v, 32);
+                let mut want = 0u128;
+                for (b, l) in &list {
+                    if v & prefix_mask(*l) == *b {
+                        want |= 1 << (l - 1);
+                    }
+                }
+                proptest::prop_assert_eq!(m.lens, want);
+                let q = (v & prefix_mask(m.examined)) | (u128::from(noise) << 96 & !prefix_mask(m.examined));
+                proptest::prop_assert_eq!(t.lookup(q, 32).lens, m.lens);
+            }
+            for (b, l) in list {
+                proptest::prop_assert!(t.remove(b, l));
+            }
+            proptest::prop_assert_eq!(t.n_nodes(), 0);
+        }
+    }
 }

@@ -240,9 +240,17 @@ impl<T> Classifier<T> {
         }
     }
 
-    /// The published version (what readers see now).
-    pub fn snapshot(&self) -> Snapshot<T> {
-        Snapshot(self.shared.load())
+    /// The published version (what readers see now). It borrows the classifier, so the
+    /// writer cannot commit (and wait for itself) while holding it:
+    ///
+    /// ```compile_fail
+    /// let mut cls: classifier::Classifier<u32> = classifier::Classifier::new();
+    /// let snap = cls.snapshot();
+    /// cls.insert(openflow::Match::catch_all(), 0, 0, 1).unwrap();
+    /// drop(snap);
+    /// ```
+    pub fn snapshot(&self) -> Snapshot<'_, T> {
+        Snapshot(self.shared.load(), std::marker::PhantomData)
     }
 
     /// Number of rules.
@@ -559,8 +567,8 @@ impl<T> Reader<T> {
     /// The current version, to run several lookups on one consistent set of rules (a
     /// packet batch). Hold it briefly: the writer's next commit waits for it.
     #[inline]
-    pub fn snapshot(&self) -> Snapshot<T> {
-        Snapshot(self.shared.load())
+    pub fn snapshot(&self) -> Snapshot<'_, T> {
+        Snapshot(self.shared.load(), std::marker::PhantomData)
     }
 
     /// One lookup on the current version; see [`RuleSet::lookup`].
@@ -571,9 +579,12 @@ impl<T> Reader<T> {
 }
 
 /// A consistent version of the rules held by a reader; dereferences to [`RuleSet`].
-pub struct Snapshot<T>(Guard<Arc<RuleSet<T>>>);
+///
+/// The writer's next commit waits until the snapshot is dropped: hold it for one batch of
+/// lookups, not across blocking calls.
+pub struct Snapshot<'a, T>(Guard<Arc<RuleSet<T>>>, std::marker::PhantomData<&'a ()>);
 
-impl<T> std::ops::Deref for Snapshot<T> {
+impl<T> std::ops::Deref for Snapshot<'_, T> {
     type Target = RuleSet<T>;
 
     #[inline]
@@ -582,7 +593,7 @@ impl<T> std::ops::Deref for Snapshot<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Snapshot<T> {
+impl<T> std::fmt::Debug for Snapshot<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Snapshot")
             .field("n_rules", &self.len())

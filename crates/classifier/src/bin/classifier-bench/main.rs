@@ -8,9 +8,10 @@
 //!
 //! Options: `--rules N,..` (default 1000,16384,262144), `--sets exact,mixed,ovs` (default
 //! all), `--masks N` (mixed set, default 20), `--lookups N` per repetition (default
-//! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`.
-//! Lookups run in batches of 32 keys per snapshot, as a PMD thread would. Pin the process
-//! (`taskset`) for stable numbers: the OVS child inherits the pinning.
+//! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
+//! `--no-tries` (no prefix tries; default `nw_dst,nw_src`). Lookups run in batches of 32 keys per
+//! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
+//! inherits the pinning.
 
 mod gen;
 
@@ -57,10 +58,11 @@ fn parse_args() -> Result<Args, String> {
             "--reps" => a.reps = num(&val()?)?.max(1),
             "--with-ovs" => a.with_ovs = Some(val()?),
             "--no-insert" => a.insert = false,
+            "--no-tries" => NO_TRIES.store(true, Ordering::Relaxed),
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-tries]"
                         .into(),
                 )
             }
@@ -79,8 +81,19 @@ fn mega(x: f64) -> String {
     format!("{:.2}M", x / 1e6)
 }
 
+/// Set by `--no-tries`: classifiers without prefix tries.
+static NO_TRIES: AtomicBool = AtomicBool::new(false);
+
+fn new_cls() -> Classifier<u64> {
+    if NO_TRIES.load(Ordering::Relaxed) {
+        Classifier::with_prefixes(&[]).expect("no prefixes is valid")
+    } else {
+        Classifier::new()
+    }
+}
+
 fn build(w: &Workload) -> (Classifier<u64>, Duration) {
-    let mut cls = Classifier::new();
+    let mut cls = new_cls();
     let mut b = Batch::new();
     for (i, (m, p)) in w.rules.iter().enumerate() {
         b.insert(*m, *p, 0, i as u64);
@@ -155,7 +168,7 @@ fn lookup_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) ->
 
 fn insertion(set: &str, w: &Workload, big: Option<&Workload>) {
     // Single commits into an empty table.
-    let mut cls: Classifier<u64> = Classifier::new();
+    let mut cls: Classifier<u64> = new_cls();
     let t = Instant::now();
     for (i, (m, p)) in w.rules.iter().enumerate() {
         cls.insert(*m, *p, 0, i as u64).expect("valid");
@@ -175,12 +188,14 @@ fn insertion(set: &str, w: &Workload, big: Option<&Workload>) {
     let extra = &big.rules[base.len()..];
     let n_more = 10_000.min(extra.len());
     let load = |rules: &[(openflow::Match, u32)]| {
-        let mut cls: Classifier<u64> = Classifier::new();
+        let mut cls: Classifier<u64> = new_cls();
         let mut b = Batch::new();
         for (i, (m, p)) in rules.iter().enumerate() {
             b.insert(*m, *p, 0, i as u64);
         }
         cls.commit(b).expect("valid");
+        // Replay the load onto the other version now, so that it is not timed below.
+        cls.commit(Batch::new()).expect("empty batch");
         cls
     };
     let mut cls = load(base);
