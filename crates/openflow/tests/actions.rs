@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use openflow::action::OfVersion;
 use openflow::field::Protocols;
 use openflow::ofctl::actions::{format_actions, parse_actions, ActionContext};
-use openflow::ofctl::parse_match;
+use openflow::ofctl::{parse_match, parse_match_usable};
 
 fn cases_path() -> Option<PathBuf> {
     let p = PathBuf::from("/work/shared/acceptance/ofctl-parse-cases.jsonl");
@@ -370,6 +370,35 @@ fn differential_against_ovs_ofctl() {
             if got != want {
                 failures.push(format!("{option} {flow}\n  want {want}\n  got  {got}"));
             }
+        }
+    }
+    // Usable protocols (with no -O, as `ovs-ofctl parse-flow` reports them); `table=` is
+    // a flow-level restriction, not the actions'.
+    for flow in DIFF_FLOWS.iter().filter(|f| !f.starts_with("table=")) {
+        let (match_text, actions) = split(flow).expect("flow with actions");
+        let Ok(out) = std::process::Command::new("ovs-ofctl")
+            .args(["parse-flow", flow])
+            .output()
+        else {
+            continue;
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let Some(want) = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("usable protocols: "))
+        else {
+            continue;
+        };
+        let (m, match_usable) = parse_match_usable(&match_text).expect("match parses");
+        let ctx = ActionContext::new(&m, Protocols::ANY);
+        let Ok(p) = parse_actions(actions, &ctx) else {
+            failures.push(format!("{flow}: ovs-ofctl accepts it"));
+            continue;
+        };
+        let got = match_usable.and(p.usable).to_ofctl_string();
+        compared += 1;
+        if got != want {
+            failures.push(format!("usable {flow}\n  want {want}\n  got  {got}"));
         }
     }
     println!(
