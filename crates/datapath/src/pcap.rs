@@ -5,8 +5,12 @@
 //! original length) and the captured bytes (draft-ietf-opsawg-pcap § 4, § 5). The magic
 //! `0xa1b2c3d4` gives microsecond timestamps, `0xa1b23c4d` nanoseconds; read in the other
 //! byte order, it says the file was written on a machine of the other endianness. Both
-//! byte orders and both precisions are read; pcapng (`0x0a0d0d0a`) is recognized and
-//! refused with a hint to convert it.
+//! byte orders and both precisions are read.
+//!
+//! pcapng files (draft-ietf-opsawg-pcapng, what Wireshark writes by default) are read too:
+//! section headers of either byte order, interface descriptions (link type, `if_tsresol`),
+//! enhanced and simple packet blocks; other blocks are skipped. Their timestamps are
+//! converted to nanoseconds. The writer writes classic pcap only.
 //!
 //! # Contract
 //!
@@ -37,6 +41,12 @@ pub const MAGIC_MICROS: u32 = 0xa1b2_c3d4;
 pub const MAGIC_NANOS: u32 = 0xa1b2_3c4d;
 /// The block type of a pcapng section header, which opens every pcapng file.
 pub const PCAPNG_MAGIC: u32 = 0x0a0d_0d0a;
+/// The byte-order magic inside a pcapng section header.
+const PCAPNG_BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
+/// pcapng block types (draft-ietf-opsawg-pcapng § 4).
+const PCAPNG_IDB: u32 = 1;
+const PCAPNG_SPB: u32 = 3;
+const PCAPNG_EPB: u32 = 6;
 /// `LINKTYPE_ETHERNET`.
 pub const LINKTYPE_ETHERNET: u32 = 1;
 /// Largest captured length accepted per record (libpcap's `MAXIMUM_SNAPLEN`).
@@ -115,9 +125,22 @@ pub enum PcapError {
         /// Bytes in the file.
         len: usize,
     },
-    /// The file is pcapng, which this reader does not read.
-    #[error("pcapng files are not supported; convert with `editcap -F pcap IN OUT` or `tcpdump -r IN -w OUT`")]
-    Pcapng,
+    /// A pcapng block is malformed.
+    #[error("corrupt pcapng: block at byte {offset}: {what}")]
+    BadBlock {
+        /// Byte offset of the block.
+        offset: usize,
+        /// What is wrong with it.
+        what: &'static str,
+    },
+    /// A pcapng file holds frames of several link types.
+    #[error("the capture mixes link types {first} and {other}; replay needs a single one")]
+    MixedLinkTypes {
+        /// The first interface's link type.
+        first: u32,
+        /// Another interface's link type.
+        other: u32,
+    },
     /// The first four bytes are not a pcap magic number.
     #[error("not a pcap file: bad magic number {0:#010x}")]
     BadMagic(u32),
@@ -190,11 +213,12 @@ impl Record {
 pub struct Capture {
     /// Link type (`LINKTYPE_*`): 1 is Ethernet.
     pub link_type: u32,
-    /// Timestamp precision of the file.
+    /// Precision of the records' `ts_frac`: the file's for classic pcap, nanoseconds for
+    /// pcapng (converted from each interface's resolution).
     pub precision: Precision,
-    /// Byte order of the file.
+    /// Byte order of the file (of its first section, for pcapng).
     pub byte_order: ByteOrder,
-    /// The snapshot length from the global header.
+    /// The snapshot length from the global header ([`MAX_CAPLEN`] for pcapng).
     pub snaplen: u32,
     /// The frames, packed, each at a multiple of `FRAME_ALIGN` from `base`.
     data: Vec<u8>,
@@ -214,102 +238,52 @@ impl Capture {
         Capture::parse(&bytes)
     }
 
-    /// Parses a whole capture file held in memory.
+    /// Parses a whole capture file held in memory, classic pcap or pcapng.
     pub fn parse(bytes: &[u8]) -> Result<Capture, PcapError> {
-        let head: &[u8; GLOBAL_HEADER_LEN] = bytes
-            .get(..GLOBAL_HEADER_LEN)
-            .and_then(|h| h.try_into().ok())
+        let magic = bytes
+            .get(..4)
+            .map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]))
             .ok_or(PcapError::TooShort { len: bytes.len() })?;
-        let magic_le = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-        let (byte_order, precision) = match magic_le {
-            MAGIC_MICROS => (ByteOrder::Little, Precision::Micros),
-            MAGIC_NANOS => (ByteOrder::Little, Precision::Nanos),
-            m if m.swap_bytes() == MAGIC_MICROS => (ByteOrder::Big, Precision::Micros),
-            m if m.swap_bytes() == MAGIC_NANOS => (ByteOrder::Big, Precision::Nanos),
-            PCAPNG_MAGIC => return Err(PcapError::Pcapng),
-            m => return Err(PcapError::BadMagic(m)),
+        let (header, spans) = if magic == PCAPNG_MAGIC {
+            parse_pcapng(bytes)?
+        } else {
+            parse_classic(bytes)?
         };
-        let bo = byte_order;
-        let field = |at: usize| bo.u32([head[at], head[at + 1], head[at + 2], head[at + 3]]);
-        let major = bo.u16([head[4], head[5]]);
-        let minor = bo.u16([head[6], head[7]]);
-        if major != 2 {
-            return Err(PcapError::Version { major, minor });
-        }
-        let snaplen = field(16);
-        // The link type is the low 16 bits; the upper bits carry FCS flags (§ 4).
-        let link_type = field(20) & 0xffff;
+        Ok(Capture::pack(bytes, header, &spans))
+    }
 
-        // First pass: validate and size, so the frame buffer is allocated once.
-        let mut spans = Vec::new();
-        let mut packed_len = 0usize;
-        let mut offset = GLOBAL_HEADER_LEN;
-        while offset < bytes.len() {
-            let index = spans.len();
-            let rest = &bytes[offset..];
-            let rh: &[u8; RECORD_HEADER_LEN] = rest
-                .get(..RECORD_HEADER_LEN)
-                .and_then(|h| h.try_into().ok())
-                .ok_or(PcapError::TruncatedHeader {
-                    index,
-                    offset,
-                    available: rest.len(),
-                })?;
-            let word = |at: usize| bo.u32([rh[at], rh[at + 1], rh[at + 2], rh[at + 3]]);
-            let caplen = word(8);
-            if caplen > MAX_CAPLEN {
-                return Err(PcapError::BadCapLen {
-                    index,
-                    offset,
-                    caplen,
-                });
-            }
-            let available = rest.len() - RECORD_HEADER_LEN;
-            if caplen as usize > available {
-                return Err(PcapError::TruncatedFrame {
-                    index,
-                    offset,
-                    caplen,
-                    available,
-                });
-            }
-            spans.push((
-                offset + RECORD_HEADER_LEN,
-                word(0),
-                word(4),
-                caplen,
-                word(12),
-            ));
-            packed_len += (caplen as usize).next_multiple_of(FRAME_ALIGN);
-            offset += RECORD_HEADER_LEN + caplen as usize;
-        }
-
+    /// Copies the frames that `spans` locate in `bytes` into one cache-line-aligned buffer.
+    fn pack(bytes: &[u8], header: Header, spans: &[Span]) -> Capture {
+        let packed_len: usize = spans
+            .iter()
+            .map(|s| (s.caplen as usize).next_multiple_of(FRAME_ALIGN))
+            .sum();
         let mut data = Vec::with_capacity(packed_len + FRAME_ALIGN);
         // Align the packed frames to the cache line, whatever malloc gave us.
         let base = (FRAME_ALIGN - (data.as_ptr() as usize % FRAME_ALIGN)) % FRAME_ALIGN;
         data.resize(base, 0);
         let mut records = Vec::with_capacity(spans.len());
-        for (src, ts_sec, ts_frac, caplen, orig_len) in spans {
+        for s in spans {
             let at = data.len();
-            data.extend_from_slice(&bytes[src..src + caplen as usize]);
-            data.resize(at + (caplen as usize).next_multiple_of(FRAME_ALIGN), 0);
+            data.extend_from_slice(&bytes[s.src..s.src + s.caplen as usize]);
+            data.resize(at + (s.caplen as usize).next_multiple_of(FRAME_ALIGN), 0);
             records.push(Record {
-                ts_sec,
-                ts_frac,
-                orig_len,
+                ts_sec: s.ts_sec,
+                ts_frac: s.ts_frac,
+                orig_len: s.orig_len,
                 offset: at,
-                caplen,
+                caplen: s.caplen,
             });
         }
-        Ok(Capture {
-            link_type,
-            precision,
-            byte_order,
-            snaplen,
+        Capture {
+            link_type: header.link_type,
+            precision: header.precision,
+            byte_order: header.byte_order,
+            snaplen: header.snaplen,
             data,
             base,
             records,
-        })
+        }
     }
 
     /// Number of frames.
@@ -350,6 +324,266 @@ impl Capture {
     pub fn memory_len(&self) -> usize {
         self.data.len() - self.base
     }
+}
+
+/// What a file's headers say about the whole capture.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    link_type: u32,
+    precision: Precision,
+    byte_order: ByteOrder,
+    snaplen: u32,
+}
+
+/// Where one frame is in the file, and its record fields.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    src: usize,
+    ts_sec: u32,
+    ts_frac: u32,
+    caplen: u32,
+    orig_len: u32,
+}
+
+/// Reads a `u32` at `at` in `bytes`, if there are four bytes there.
+fn u32_at(bytes: &[u8], at: usize, bo: ByteOrder) -> Option<u32> {
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    Some(bo.u32([b[0], b[1], b[2], b[3]]))
+}
+
+/// Reads a `u16` at `at` in `bytes`, if there are two bytes there.
+fn u16_at(bytes: &[u8], at: usize, bo: ByteOrder) -> Option<u16> {
+    let b = bytes.get(at..at.checked_add(2)?)?;
+    Some(bo.u16([b[0], b[1]]))
+}
+
+/// Validates a classic pcap file and locates its frames.
+fn parse_classic(bytes: &[u8]) -> Result<(Header, Vec<Span>), PcapError> {
+    let head: &[u8; GLOBAL_HEADER_LEN] = bytes
+        .get(..GLOBAL_HEADER_LEN)
+        .and_then(|h| h.try_into().ok())
+        .ok_or(PcapError::TooShort { len: bytes.len() })?;
+    let magic_le = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let (byte_order, precision) = match magic_le {
+        MAGIC_MICROS => (ByteOrder::Little, Precision::Micros),
+        MAGIC_NANOS => (ByteOrder::Little, Precision::Nanos),
+        m if m.swap_bytes() == MAGIC_MICROS => (ByteOrder::Big, Precision::Micros),
+        m if m.swap_bytes() == MAGIC_NANOS => (ByteOrder::Big, Precision::Nanos),
+        m => return Err(PcapError::BadMagic(m)),
+    };
+    let bo = byte_order;
+    let field = |at: usize| bo.u32([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+    let major = bo.u16([head[4], head[5]]);
+    let minor = bo.u16([head[6], head[7]]);
+    if major != 2 {
+        return Err(PcapError::Version { major, minor });
+    }
+    let header = Header {
+        // The link type is the low 16 bits; the upper bits carry FCS flags (§ 4).
+        link_type: field(20) & 0xffff,
+        precision,
+        byte_order,
+        snaplen: field(16),
+    };
+
+    let mut spans = Vec::new();
+    let mut offset = GLOBAL_HEADER_LEN;
+    while offset < bytes.len() {
+        let index = spans.len();
+        let rest = &bytes[offset..];
+        let rh: &[u8; RECORD_HEADER_LEN] = rest
+            .get(..RECORD_HEADER_LEN)
+            .and_then(|h| h.try_into().ok())
+            .ok_or(PcapError::TruncatedHeader {
+                index,
+                offset,
+                available: rest.len(),
+            })?;
+        let word = |at: usize| bo.u32([rh[at], rh[at + 1], rh[at + 2], rh[at + 3]]);
+        let caplen = word(8);
+        if caplen > MAX_CAPLEN {
+            return Err(PcapError::BadCapLen {
+                index,
+                offset,
+                caplen,
+            });
+        }
+        let available = rest.len() - RECORD_HEADER_LEN;
+        if caplen as usize > available {
+            return Err(PcapError::TruncatedFrame {
+                index,
+                offset,
+                caplen,
+                available,
+            });
+        }
+        spans.push(Span {
+            src: offset + RECORD_HEADER_LEN,
+            ts_sec: word(0),
+            ts_frac: word(4),
+            caplen,
+            orig_len: word(12),
+        });
+        offset += RECORD_HEADER_LEN + caplen as usize;
+    }
+    Ok((header, spans))
+}
+
+/// One pcapng interface: its link type, snap length and timestamp resolution.
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    link_type: u32,
+    snaplen: u32,
+    /// `if_tsresol`: bit 7 clear, ticks of 10^-v s; set, ticks of 2^-v s.
+    tsresol: u8,
+}
+
+impl Interface {
+    /// Splits a timestamp in ticks into seconds and nanoseconds.
+    fn to_sec_ns(self, ticks: u64) -> (u32, u32) {
+        let v = u32::from(self.tsresol & 0x7f);
+        let ticks = u128::from(ticks);
+        let ns = if self.tsresol & 0x80 == 0 {
+            match v.checked_sub(9) {
+                None => ticks * 10u128.pow(9 - v),
+                Some(extra) => ticks / 10u128.checked_pow(extra).unwrap_or(u128::MAX),
+            }
+        } else {
+            (ticks * 1_000_000_000).checked_shr(v).unwrap_or_default()
+        };
+        let sec = u32::try_from(ns / 1_000_000_000).unwrap_or(u32::MAX);
+        let frac = u32::try_from(ns % 1_000_000_000).unwrap_or_default();
+        (sec, frac)
+    }
+
+    /// Finds `if_tsresol` (option 9) in an interface description's options.
+    fn tsresol_option(options: &[u8], bo: ByteOrder) -> u8 {
+        let mut at = 0;
+        while let (Some(code), Some(len)) = (u16_at(options, at, bo), u16_at(options, at + 2, bo)) {
+            let len = usize::from(len);
+            match code {
+                0 => break,
+                9 if len == 1 => return options.get(at + 4).copied().unwrap_or(6),
+                _ => at += 4 + len.next_multiple_of(4),
+            }
+        }
+        6
+    }
+}
+
+/// Validates a pcapng file and locates its frames.
+fn parse_pcapng(bytes: &[u8]) -> Result<(Header, Vec<Span>), PcapError> {
+    let mut bo = ByteOrder::Little;
+    let mut first_order = None;
+    let mut interfaces: Vec<Interface> = Vec::new();
+    let mut spans = Vec::new();
+    let mut offset = 0;
+    while offset < bytes.len() {
+        let bad = |what| PcapError::BadBlock { offset, what };
+        let block_type = u32_at(bytes, offset, bo).ok_or(bad("truncated block header"))?;
+        if block_type == PCAPNG_MAGIC {
+            // A section header sets the byte order of everything up to the next one.
+            let magic = u32_at(bytes, offset + 8, ByteOrder::Little)
+                .ok_or(bad("truncated section header"))?;
+            bo = if magic == PCAPNG_BYTE_ORDER_MAGIC {
+                ByteOrder::Little
+            } else if magic.swap_bytes() == PCAPNG_BYTE_ORDER_MAGIC {
+                ByteOrder::Big
+            } else {
+                return Err(bad("bad byte-order magic in section header"));
+            };
+            first_order.get_or_insert(bo);
+            let major = u16_at(bytes, offset + 12, bo).ok_or(bad("truncated section header"))?;
+            if major != 1 {
+                return Err(bad("unsupported pcapng major version (only 1 is read)"));
+            }
+            // Interface ids are numbered per section.
+            interfaces.clear();
+        }
+        let len = u32_at(bytes, offset + 4, bo).ok_or(bad("truncated block header"))? as usize;
+        if len < 12 || len % 4 != 0 {
+            return Err(bad("block length is not a multiple of 4 of at least 12"));
+        }
+        let block = bytes
+            .get(offset..offset + len)
+            .ok_or(bad("block runs past the end of the file"))?;
+        if u32_at(block, len - 4, bo) != u32::try_from(len).ok() {
+            return Err(bad("trailing block length does not match"));
+        }
+        let body = &block[8..len - 4];
+        match block_type {
+            PCAPNG_IDB => {
+                let link_type = u16_at(body, 0, bo).ok_or(bad("truncated interface block"))?;
+                let snaplen = u32_at(body, 4, bo).ok_or(bad("truncated interface block"))?;
+                interfaces.push(Interface {
+                    link_type: u32::from(link_type),
+                    snaplen,
+                    tsresol: Interface::tsresol_option(body.get(8..).unwrap_or_default(), bo),
+                });
+            }
+            PCAPNG_EPB => {
+                let field = |at| u32_at(body, at, bo).ok_or(bad("truncated packet block"));
+                let iface = interfaces
+                    .get(field(0)? as usize)
+                    .ok_or(bad("packet on an undeclared interface"))?;
+                let ticks = (u64::from(field(4)?) << 32) | u64::from(field(8)?);
+                let caplen = field(12)?;
+                if caplen > MAX_CAPLEN || 20 + caplen as usize > body.len() {
+                    return Err(bad("captured length runs past the block"));
+                }
+                let (ts_sec, ts_frac) = iface.to_sec_ns(ticks);
+                spans.push((
+                    iface.link_type,
+                    Span {
+                        src: offset + 8 + 20,
+                        ts_sec,
+                        ts_frac,
+                        caplen,
+                        orig_len: field(16)?,
+                    },
+                ));
+            }
+            PCAPNG_SPB => {
+                let iface = interfaces
+                    .first()
+                    .ok_or(bad("packet on an undeclared interface"))?;
+                let orig_len = u32_at(body, 0, bo).ok_or(bad("truncated packet block"))?;
+                let mut caplen = orig_len.min(MAX_CAPLEN);
+                if iface.snaplen != 0 {
+                    caplen = caplen.min(iface.snaplen);
+                }
+                if 4 + caplen as usize > body.len() {
+                    return Err(bad("captured length runs past the block"));
+                }
+                spans.push((
+                    iface.link_type,
+                    Span {
+                        src: offset + 8 + 4,
+                        ts_sec: 0,
+                        ts_frac: 0,
+                        caplen,
+                        orig_len,
+                    },
+                ));
+            }
+            _ => {} // Section headers (handled above), statistics, name resolution, custom.
+        }
+        offset += len;
+    }
+    let link_type = spans.first().map_or(LINKTYPE_ETHERNET, |(l, _)| *l);
+    if let Some((other, _)) = spans.iter().find(|(l, _)| *l != link_type) {
+        return Err(PcapError::MixedLinkTypes {
+            first: link_type,
+            other: *other,
+        });
+    }
+    let header = Header {
+        link_type,
+        precision: Precision::Nanos,
+        byte_order: first_order.unwrap_or_default(),
+        snaplen: MAX_CAPLEN,
+    };
+    Ok((header, spans.into_iter().map(|(_, s)| s).collect()))
 }
 
 /// How a [`PcapWriter`] writes its file.
@@ -517,15 +751,6 @@ mod tests {
     }
 
     #[test]
-    fn parse_pcapng_is_refused_with_hint() {
-        let mut bytes = vec![0x0a, 0x0d, 0x0d, 0x0a];
-        bytes.resize(64, 0);
-        let err = Capture::parse(&bytes).unwrap_err();
-        assert!(matches!(err, PcapError::Pcapng));
-        assert!(err.to_string().contains("editcap"));
-    }
-
-    #[test]
     fn parse_bad_version_is_error() {
         let mut bytes = write(WriterOptions::default(), &[]);
         bytes[4] = 3;
@@ -610,5 +835,165 @@ mod tests {
         assert!(w
             .write_frame(0, 0, &vec![0; MAX_CAPLEN as usize + 1])
             .is_err());
+    }
+
+    mod pcapng {
+        use super::*;
+
+        fn block(bo: ByteOrder, ty: u32, body: &[u8]) -> Vec<u8> {
+            let mut body = body.to_vec();
+            body.resize(body.len().next_multiple_of(4), 0);
+            let len = (12 + body.len()) as u32;
+            let mut b = bo.put_u32(ty).to_vec();
+            b.extend_from_slice(&bo.put_u32(len));
+            b.extend_from_slice(&body);
+            b.extend_from_slice(&bo.put_u32(len));
+            b
+        }
+
+        fn shb(bo: ByteOrder) -> Vec<u8> {
+            let mut body = bo.put_u32(PCAPNG_BYTE_ORDER_MAGIC).to_vec();
+            body.extend_from_slice(&bo.put_u16(1));
+            body.extend_from_slice(&bo.put_u16(0));
+            body.extend_from_slice(&[0xff; 8]);
+            block(bo, PCAPNG_MAGIC, &body)
+        }
+
+        fn idb(bo: ByteOrder, link_type: u16, tsresol: Option<u8>) -> Vec<u8> {
+            let mut body = bo.put_u16(link_type).to_vec();
+            body.extend_from_slice(&bo.put_u16(0));
+            body.extend_from_slice(&bo.put_u32(65_535));
+            if let Some(r) = tsresol {
+                // An unrelated option first (if_name), then if_tsresol, then opt_endofopt.
+                body.extend_from_slice(&bo.put_u16(2));
+                body.extend_from_slice(&bo.put_u16(3));
+                body.extend_from_slice(b"eth\0");
+                body.extend_from_slice(&bo.put_u16(9));
+                body.extend_from_slice(&bo.put_u16(1));
+                body.extend_from_slice(&[r, 0, 0, 0]);
+                body.extend_from_slice(&[0; 4]);
+            }
+            block(bo, PCAPNG_IDB, &body)
+        }
+
+        fn epb(bo: ByteOrder, iface: u32, ticks: u64, frame: &[u8]) -> Vec<u8> {
+            let mut body = bo.put_u32(iface).to_vec();
+            body.extend_from_slice(&bo.put_u32((ticks >> 32) as u32));
+            body.extend_from_slice(&bo.put_u32(ticks as u32));
+            body.extend_from_slice(&bo.put_u32(frame.len() as u32));
+            body.extend_from_slice(&bo.put_u32(frame.len() as u32 + 4));
+            body.extend_from_slice(frame);
+            block(bo, PCAPNG_EPB, &body)
+        }
+
+        fn spb(bo: ByteOrder, frame: &[u8]) -> Vec<u8> {
+            let mut body = bo.put_u32(frame.len() as u32).to_vec();
+            body.extend_from_slice(frame);
+            block(bo, PCAPNG_SPB, &body)
+        }
+
+        fn file(bo: ByteOrder) -> Vec<u8> {
+            let f = frames();
+            let mut b = shb(bo);
+            b.extend(idb(bo, 1, Some(9)));
+            b.extend(idb(bo, 1, None));
+            b.extend(epb(bo, 0, 3_000_000_005, &f[0]));
+            b.extend(block(bo, 0x0bad, &[1, 2, 3]));
+            b.extend(spb(bo, &f[1]));
+            b.extend(epb(bo, 1, 2_000_007, &f[4]));
+            b
+        }
+
+        #[test]
+        fn parse_both_byte_orders_reads_frames_and_timestamps() {
+            let f = frames();
+            for bo in [ByteOrder::Little, ByteOrder::Big] {
+                let cap = Capture::parse(&file(bo)).unwrap();
+                assert_eq!(cap.byte_order, bo);
+                assert_eq!(cap.precision, Precision::Nanos);
+                assert_eq!(cap.link_type, LINKTYPE_ETHERNET);
+                let got: Vec<&[u8]> = cap.frames().collect();
+                assert_eq!(got, vec![&f[0][..], &f[1][..], &f[4][..]]);
+                let r = cap.records();
+                assert_eq!((r[0].ts_sec, r[0].ts_frac), (3, 5));
+                assert_eq!(r[0].orig_len as usize, f[0].len() + 4);
+                // Default resolution: microseconds.
+                assert_eq!((r[2].ts_sec, r[2].ts_frac), (2, 7_000));
+            }
+        }
+
+        #[test]
+        fn parse_sections_switch_byte_order() {
+            let f = frames();
+            let mut b = file(ByteOrder::Little);
+            b.extend(shb(ByteOrder::Big));
+            b.extend(idb(ByteOrder::Big, 1, None));
+            b.extend(epb(ByteOrder::Big, 0, 0, &f[2]));
+            let cap = Capture::parse(&b).unwrap();
+            assert_eq!(cap.len(), 4);
+            assert_eq!(cap.frame(3), &f[2][..]);
+        }
+
+        #[test]
+        fn parse_binary_resolution_converts_to_nanos() {
+            let iface = Interface {
+                link_type: 1,
+                snaplen: 0,
+                tsresol: 0x80 | 10,
+            };
+            assert_eq!(iface.to_sec_ns(1024 * 3 + 512), (3, 500_000_000));
+        }
+
+        #[test]
+        fn parse_packet_before_interface_is_error() {
+            let mut b = shb(ByteOrder::Little);
+            b.extend(epb(ByteOrder::Little, 0, 0, &[0; 60]));
+            let err = Capture::parse(&b).unwrap_err();
+            assert!(err.to_string().contains("undeclared interface"), "{err}");
+        }
+
+        #[test]
+        fn parse_mixed_link_types_is_error() {
+            let mut b = shb(ByteOrder::Little);
+            b.extend(idb(ByteOrder::Little, 1, None));
+            b.extend(idb(ByteOrder::Little, 101, None));
+            b.extend(epb(ByteOrder::Little, 0, 0, &[0; 60]));
+            b.extend(epb(ByteOrder::Little, 1, 0, &[0; 60]));
+            assert!(matches!(
+                Capture::parse(&b),
+                Err(PcapError::MixedLinkTypes {
+                    first: 1,
+                    other: 101
+                })
+            ));
+        }
+
+        #[test]
+        fn parse_bad_trailing_length_is_error() {
+            let mut b = file(ByteOrder::Little);
+            let shb_len = shb(ByteOrder::Little).len();
+            b[shb_len - 4] ^= 4;
+            assert!(matches!(
+                Capture::parse(&b),
+                Err(PcapError::BadBlock { offset: 0, .. })
+            ));
+        }
+
+        #[test]
+        fn parse_truncated_is_error_never_panic() {
+            let b = file(ByteOrder::Big);
+            for cut in 4..b.len() {
+                let err = Capture::parse(&b[..cut]);
+                // Cuts at block boundaries give a valid, shorter capture.
+                if let Err(e) = err {
+                    assert!(matches!(e, PcapError::BadBlock { .. }), "{e}");
+                }
+            }
+            for i in 0..b.len() {
+                let mut c = b.clone();
+                c[i] ^= 0xa5;
+                let _ = Capture::parse(&c);
+            }
+        }
     }
 }
