@@ -177,3 +177,6 @@ pub(crate) fn put32(b: &mut [u8], at: usize, v: u32) {
 pub(crate) fn len16(len: usize) -> Result<u16> {
     u16::try_from(len).map_err(|_| Error::Malformed("length does not fit in 16 bits"))
 }
+
+#[cfg(test)]
+mod tests;
