@@ -60,6 +60,11 @@ pub struct ParseOptions {
     /// Port names accepted wherever a port number is (`in_port=p1`, `output:p1`), as OVS's
     /// port map. Reserved names (`LOCAL`, ...) are always accepted.
     pub port_names: Vec<(String, u16)>,
+    /// Reject a match whose fields lack their prerequisites (`tp_src` without `tcp`...)
+    /// with [`Error::Prerequisite`], as a switch rejects such an NXM/OXM flow_mod. Off by
+    /// default: ovs-ofctl then drops those fields silently, because its encoders only
+    /// write fields whose prerequisites hold.
+    pub strict_prerequisites: bool,
 }
 
 impl Default for ParseOptions {
@@ -69,6 +74,7 @@ impl Default for ParseOptions {
             allowed: Protocols::ANY,
             command: FlowCommand::Add,
             port_names: Vec::new(),
+            strict_prerequisites: false,
         }
     }
 }
@@ -155,6 +161,7 @@ impl ParseOptions {
             allowed,
             command: FlowCommand::Add,
             port_names: Vec::new(),
+            strict_prerequisites: false,
         })
     }
 }
@@ -572,17 +579,23 @@ pub fn parse_flow(text: &str, opts: &ParseOptions) -> Result<ParsedFlow, Error> 
     }
     let chosen = usable.and(opts.allowed).preferred();
     if chosen.is_empty() {
-        return Err(Error::Parse(format!(
-            "none of the usable flow formats ({}) is among the allowed flow formats ({})",
-            usable.to_ofctl_string(),
-            opts.allowed.to_ofctl_string()
-        )));
+        return Err(Error::Parse("no usable protocol".to_string()));
     }
     let mut m = b.m;
+    if opts.strict_prerequisites {
+        m.check_prerequisites()?;
+    }
     if chosen.intersects(Protocols::OF10) {
         normalize_of10(&mut m);
+        normalize_std_vlan(&mut m);
+    } else if chosen == Protocols::OF11 {
+        normalize_nxm(&mut m, false);
+        normalize_std_vlan(&mut m);
+        // The OpenFlow 1.1 match has the DSCP bits of the TOS byte only.
+        let (tos, tmask) = m.get_masked(fields::NW_TOS);
+        m.set_masked(fields::NW_TOS, tos, tmask & 0xfc);
     } else {
-        m.check_prerequisites()?;
+        normalize_nxm(&mut m, chosen.intersects(Protocols::OXM));
     }
     flow.flow_match = m;
     Ok(ParsedFlow {
@@ -682,6 +695,111 @@ pub fn normalize_of10(m: &mut Match) {
         mpls,
         &[fields::MPLS_LSE0, fields::MPLS_LSE1, fields::MPLS_LSE2],
     );
+}
+
+/// The VLAN match as the OpenFlow 1.0/1.1 standard matches carry it (OVS
+/// `ofputil_match_to_ofp10_match` and back): "no tag" when the present bit is matched as
+/// 0, else an exact VID and/or an exact priority, each with the present bit.
+pub fn normalize_std_vlan(m: &mut Match) {
+    use crate::flow_match::{VLAN_CFI, VLAN_PCP_MASK, VLAN_VID_MASK};
+    let (tci, mask) = m.get_masked(fields::VLAN_TCI);
+    let (cfi, vid, pcp) = (
+        u128::from(VLAN_CFI),
+        u128::from(VLAN_VID_MASK),
+        u128::from(VLAN_PCP_MASK),
+    );
+    if mask == 0 {
+        return;
+    }
+    if mask & cfi != 0 && tci & cfi == 0 {
+        m.set_masked(fields::VLAN_TCI, 0, 0xffff);
+        return;
+    }
+    let mut new_mask = 0;
+    if mask & vid != 0 {
+        new_mask |= vid | cfi;
+    }
+    if mask & pcp != 0 {
+        new_mask |= pcp | cfi;
+    }
+    m.set_masked(fields::VLAN_TCI, tci | cfi, new_mask);
+}
+
+/// Keeps what OVS's NXM/OXM encoder (`nx_put_raw`) writes for the match, which is what
+/// ovs-ofctl prints and a switch installs: IPv4 addresses only for IPv4 and IPv6 ones only
+/// for IPv6, L4 fields only with `nw_proto` matched and a known transport (ICMP type and
+/// code become exact 8-bit values), ND fields only for ND, ARP fields only for ARP, MPLS
+/// only for MPLS. With `oxm`, the VLAN priority is kept only with a VLAN id to go with it.
+pub fn normalize_nxm(m: &mut Match, oxm: bool) {
+    let v = *m.value();
+    let mk = *m.mask();
+    let dl_type = v.dl_type();
+    let proto = v.nw_proto();
+    let is_ip = dl_type == ETH_TYPE_IP || dl_type == ETH_TYPE_IPV6;
+    let is_arp = dl_type == ETH_TYPE_ARP || dl_type == ETH_TYPE_RARP;
+    let is_mpls = dl_type == ETH_TYPE_MPLS || dl_type == ETH_TYPE_MPLS_MCAST;
+    let mut clear = |on: bool, fs: &[packet::key::KeyField]| {
+        if !on {
+            for f in fs {
+                m.wildcard(*f);
+            }
+        }
+    };
+    clear(is_mpls, &[fields::MPLS_LSE0]);
+    clear(false, &[fields::MPLS_LSE1, fields::MPLS_LSE2]);
+    clear(
+        dl_type == ETH_TYPE_IP || is_arp,
+        &[fields::NW_SRC, fields::NW_DST],
+    );
+    clear(
+        dl_type == ETH_TYPE_IPV6,
+        &[fields::IPV6_SRC, fields::IPV6_DST],
+    );
+    clear(
+        is_ip,
+        &[
+            fields::NW_FRAG,
+            fields::NW_TOS,
+            fields::NW_TTL,
+            fields::IPV6_LABEL,
+        ],
+    );
+    clear(is_ip || is_arp, &[fields::NW_PROTO]);
+    let l4 = is_ip && mk.nw_proto() != 0;
+    let tcp = l4 && proto == 6;
+    let ports = l4 && matches!(proto, 6 | 17 | 132);
+    let icmp =
+        l4 && ((dl_type == ETH_TYPE_IP && proto == 1) || (dl_type == ETH_TYPE_IPV6 && proto == 58));
+    let nd = icmp && dl_type == ETH_TYPE_IPV6 && matches!(v.tp_src(), 135 | 136) && v.tp_dst() == 0;
+    clear(ports || icmp, &[fields::TP_SRC, fields::TP_DST]);
+    clear(tcp, &[fields::TCP_FLAGS]);
+    clear(nd, &[fields::ND_TARGET]);
+    clear(is_arp || (nd && v.tp_src() == 135), &[fields::ARP_SHA]);
+    clear(is_arp || (nd && v.tp_src() == 136), &[fields::ARP_THA]);
+    if v.ct_nw_proto() == 0 {
+        m.wildcard(fields::CT_NW_PROTO);
+        m.wildcard(fields::CT_TP_SRC);
+        m.wildcard(fields::CT_TP_DST);
+    }
+    if icmp {
+        // ICMP type and code are exact 8-bit fields on the wire.
+        for f in [fields::TP_SRC, fields::TP_DST] {
+            if m.mask().get(f) != 0 {
+                let val = m.value().get(f) & 0xff;
+                m.set_masked(f, val, 0xffff);
+            }
+        }
+    }
+    if oxm {
+        let (tci, tmask) = m.get_masked(fields::VLAN_TCI);
+        let vid_cfi = u128::from(crate::flow_match::VLAN_VID_MASK | crate::flow_match::VLAN_CFI);
+        let pcp = u128::from(crate::flow_match::VLAN_PCP_MASK);
+        let mut new_mask = tmask & vid_cfi;
+        if tci & vid_cfi != 0 && tmask & pcp != 0 {
+            new_mask |= pcp;
+        }
+        m.set_masked(fields::VLAN_TCI, tci, new_mask);
+    }
 }
 
 #[cfg(test)]
@@ -897,7 +1015,10 @@ mod tests {
             "unknown keyword out_port"
         );
         let of11 = ParseOptions::from_ofctl_options("-O OpenFlow10").expect("options");
-        assert!(err("metadata=1,reset_counts,actions=drop", &of11).starts_with("none of"));
+        assert_eq!(
+            err("metadata=1,reset_counts,actions=drop", &of11),
+            "no usable protocol"
+        );
     }
 
     #[test]
@@ -919,8 +1040,12 @@ mod tests {
         let p = parse_flow("tp_src=80,actions=drop", &any()).expect("parses");
         assert_eq!(p.chosen, Protocols::OF10_STD);
         assert_eq!(p.to_ofctl_string(), "actions=drop");
-        // NXM: the switch rejects it.
-        let nxm = ParseOptions::from_ofctl_options("-F nxm").expect("options");
+        // NXM: the encoder does not write it either.
+        let mut nxm = ParseOptions::from_ofctl_options("-F nxm").expect("options");
+        let p = parse_flow("ip,tp_src=80,actions=drop", &nxm).expect("parses");
+        assert_eq!(p.to_ofctl_string(), "ip actions=drop");
+        // Strict: rejected as a switch rejects such an NXM flow_mod.
+        nxm.strict_prerequisites = true;
         assert_eq!(
             err("tp_src=80,actions=drop", &nxm),
             "tcp_src: prerequisites not met (needs tcp or tcp6) (OFPBMC_BAD_PREREQ)"

@@ -1,0 +1,205 @@
+//! Differential test of the match side against the real `ovs-ofctl parse-flow`: random
+//! matches must give the same usable protocols, the same printed flow (IPv6 compared by
+//! value) or the same error. Needs ovs-ofctl on the PATH:
+//! `cargo test -p openflow --test match_differential -- --ignored --nocapture`.
+
+use openflow::cases::same_text;
+use openflow::ofctl::{parse_flow, ParseOptions};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+
+/// What ovs-ofctl said: `Ok((usable, printed))` or `Err(message)`.
+fn ovs(flow: &str, options: &str) -> Option<Result<(String, String), String>> {
+    let mut cmd = std::process::Command::new("ovs-ofctl");
+    cmd.args(options.split_whitespace())
+        .arg("parse-flow")
+        .arg(flow);
+    let out = cmd.output().ok()?;
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    if !out.status.success() {
+        let msg = stderr
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim_start_matches("ovs-ofctl: ");
+        return Some(Err(msg.to_string()));
+    }
+    let usable = stdout
+        .lines()
+        .next()?
+        .strip_prefix("usable protocols: ")?
+        .to_string();
+    let line = stdout.lines().nth(2)?;
+    let printed = line
+        .split_once(": ADD ")
+        .map(|(_, r)| r)?
+        .trim_start()
+        .to_string();
+    Some(Ok((usable, printed)))
+}
+
+fn item() -> impl Strategy<Value = String> {
+    let mac =
+        proptest::array::uniform6(prop_oneof![Just(0u8), Just(0xff), any::<u8>()]).prop_map(|b| {
+            b.iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
+        });
+    let ip = any::<[u8; 4]>().prop_map(|b| format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3]));
+    let ip6 = any::<u128>().prop_map(|v| std::net::Ipv6Addr::from(v).to_string());
+    prop_oneof![
+        (0u16..70).prop_map(|p| format!("in_port={p}")),
+        mac.clone().prop_map(|m| format!("dl_src={m}")),
+        (mac.clone(), mac).prop_map(|(a, b)| format!("dl_dst={a}/{b}")),
+        (0u16..4096).prop_map(|v| format!("dl_vlan={v}")),
+        (0u8..8).prop_map(|v| format!("dl_vlan_pcp={v}")),
+        (0u8..8).prop_map(|v| format!("vlan_pcp={v}")),
+        (any::<u16>(), any::<u16>()).prop_map(|(v, m)| format!("vlan_tci={v:#x}/{m:#x}")),
+        (0u16..0x2000).prop_map(|v| format!("vlan_vid={v:#x}")),
+        (ip.clone(), 0u32..=32).prop_map(|(a, n)| format!("nw_src={a}/{n}")),
+        (ip.clone(), ip.clone()).prop_map(|(a, m)| format!("nw_dst={a}/{m}")),
+        (ip6.clone(), 0u32..=128).prop_map(|(a, n)| format!("ipv6_src={a}/{n}")),
+        ip6.clone().prop_map(|a| format!("ipv6_dst={a}")),
+        (0u32..0x10_0000).prop_map(|v| format!("ipv6_label={v:#x}")),
+        prop_oneof![
+            Just(1u8),
+            Just(6),
+            Just(17),
+            Just(58),
+            Just(132),
+            any::<u8>()
+        ]
+        .prop_map(|v| format!("nw_proto={v}")),
+        any::<u8>().prop_map(|v| format!("nw_tos={v}")),
+        (0u8..64).prop_map(|v| format!("ip_dscp={v}")),
+        (0u8..4).prop_map(|v| format!("nw_ecn={v}")),
+        any::<u8>().prop_map(|v| format!("nw_ttl={v}")),
+        prop_oneof![
+            Just("no"),
+            Just("yes"),
+            Just("first"),
+            Just("later"),
+            Just("not_later")
+        ]
+        .prop_map(|v| format!("ip_frag={v}")),
+        (any::<u16>(), any::<u16>()).prop_map(|(v, m)| format!("tp_src={v:#x}/{m:#x}")),
+        any::<u16>().prop_map(|v| format!("tp_dst={v}")),
+        any::<u16>().prop_map(|v| format!("udp_src={v}")),
+        any::<u16>().prop_map(|v| format!("sctp_dst={v}")),
+        (0u16..0x1000, 0u16..0x1000).prop_map(|(v, m)| format!("tcp_flags={v:#x}/{m:#x}")),
+        prop_oneof![Just("+syn-ack"), Just("syn|ack"), Just("+fin"), Just("0")]
+            .prop_map(|v| format!("tcp_flags={v}")),
+        any::<u8>().prop_map(|v| format!("icmp_type={v}")),
+        any::<u8>().prop_map(|v| format!("icmp_code={v}")),
+        any::<u8>().prop_map(|v| format!("icmpv6_type={v}")),
+        ip6.prop_map(|a| format!("nd_target={a}")),
+        (0u8..16, any::<u32>(), any::<u32>()).prop_map(|(r, v, m)| format!("reg{r}={v:#x}/{m:#x}")),
+        (0u8..8, any::<u64>()).prop_map(|(r, v)| format!("xreg{r}={v:#x}")),
+        (0u8..4, 0u16..128, any::<bool>())
+            .prop_map(|(r, b, v)| format!("xxreg{r}[{b}]={}", u8::from(v))),
+        (0u16..16).prop_map(|b| format!("tp_src[{b}]=1")),
+        (any::<u64>(), any::<u64>()).prop_map(|(v, m)| format!("metadata={v:#x}/{m:#x}")),
+        (any::<u64>(), any::<u64>()).prop_map(|(v, m)| format!("tun_id={v:#x}/{m:#x}")),
+        (ip.clone(), 0u32..=32).prop_map(|(a, n)| format!("tun_src={a}/{n}")),
+        any::<u32>().prop_map(|v| format!("pkt_mark={v:#x}")),
+        prop_oneof![
+            Just("+trk-new"),
+            Just("+trk+est"),
+            Just("trk|rpl"),
+            Just("0x21/0x21")
+        ]
+        .prop_map(|v| format!("ct_state={v}")),
+        any::<u16>().prop_map(|v| format!("ct_zone={v}")),
+        any::<u128>().prop_map(|v| format!("ct_label={v:#x}")),
+        (any::<u32>(), any::<u32>()).prop_map(|(v, m)| format!("ct_mark={v:#x}/{m:#x}")),
+        ip.clone().prop_map(|a| format!("arp_spa={a}")),
+        (ip, 0u32..=32).prop_map(|(a, n)| format!("arp_tpa={a}/{n}")),
+        any::<u16>().prop_map(|v| format!("arp_op={v}")),
+        (0u32..0x10_0000).prop_map(|v| format!("mpls_label={v}")),
+        (0u8..8).prop_map(|v| format!("mpls_tc={v}")),
+        (0u8..2).prop_map(|v| format!("mpls_bos={v}")),
+        any::<u8>().prop_map(|v| format!("mpls_ttl={v}")),
+        prop_oneof![
+            Just("0x800"),
+            Just("0x86dd"),
+            Just("0x806"),
+            Just("0x8847"),
+            Just("0x1234")
+        ]
+        .prop_map(|v| format!("dl_type={v}")),
+        (0u8..255).prop_map(|t| format!("table={t}")),
+        (0u16..=u16::MAX).prop_map(|p| format!("priority={p}")),
+        Just("send_flow_rem".to_string()),
+    ]
+}
+
+fn proto() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just(""),
+        Just("ip,"),
+        Just("ipv6,"),
+        Just("tcp,"),
+        Just("tcp6,"),
+        Just("udp,"),
+        Just("udp6,"),
+        Just("icmp,"),
+        Just("icmp6,"),
+        Just("arp,"),
+        Just("rarp,"),
+        Just("mpls,"),
+        Just("sctp,"),
+        Just("sctp6,"),
+    ]
+}
+
+#[test]
+#[ignore = "needs ovs-ofctl"]
+fn match_side_agrees_with_ovs_ofctl() {
+    assert!(
+        ovs("actions=drop", "").is_some(),
+        "ovs-ofctl is not runnable"
+    );
+    let strategy = (
+        proto(),
+        prop::collection::vec(item(), 0..5),
+        prop_oneof![
+            Just(""),
+            Just("-F nxm"),
+            Just("--protocols OpenFlow13"),
+            Just("-O OpenFlow11")
+        ],
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 1500,
+        ..Config::default()
+    });
+    let (mut agree, mut differ) = (0, 0);
+    let mut tree_failures = Vec::new();
+    for _ in 0..1500 {
+        let (p, items, options) = strategy.new_tree(&mut runner).expect("strategy").current();
+        let flow = format!("{p}{},actions=drop", items.join(","));
+        let Some(theirs) = ovs(&flow, options) else {
+            continue;
+        };
+        let opts = ParseOptions::from_ofctl_options(options).expect("options");
+        let ours = parse_flow(&flow, &opts)
+            .map(|pf| (pf.usable.to_ofctl_string(), pf.to_ofctl_string()))
+            .map_err(|e| e.to_string());
+        let same = match (&ours, &theirs) {
+            (Ok((ua, pa)), Ok((ub, pb))) => ua == ub && same_text(pa, pb),
+            (Err(a), Err(b)) => a == b,
+            _ => false,
+        };
+        if same {
+            agree += 1;
+        } else {
+            differ += 1;
+            println!("DIFF [{options}] {flow}\n  ours:   {ours:?}\n  theirs: {theirs:?}");
+            tree_failures.push(flow);
+        }
+    }
+    println!("{agree} agree, {differ} differ");
+}
