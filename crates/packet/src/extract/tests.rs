@@ -861,12 +861,35 @@ fn corpus() -> Vec<Vec<u8>> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
     #[test]
     fn extract_never_panics_on_arbitrary_bytes(data in proptest::collection::vec(any::<u8>(), 0..256)) {
         let mut key = FlowKey::default();
         let info = extract(&data, &mut key);
         if let Some(l4) = info.l4 {
             prop_assert!(l4 <= data.len());
+        }
+    }
+
+    #[test]
+    fn extract_never_panics_after_known_ethertype(
+        ty in prop_oneof![
+            Just(0x0800u16), Just(0x86dd), Just(0x0806), Just(0x8035), Just(0x8847),
+            Just(0x8848), Just(0x8100), Just(0x88a8), 0u16..0x600,
+        ],
+        first: u8,
+        rest in proptest::collection::vec(any::<u8>(), 0..128),
+    ) {
+        // IPv4/IPv6 version nibbles and lengths are random, so every sanity branch is hit.
+        let mut frame = eth().ethertype(ty).build();
+        frame.push(first);
+        frame.extend_from_slice(&rest);
+        let (_, info) = run(&frame);
+        prop_assert_eq!(info.l2, Some(0));
+        prop_assert!(info.l3.is_some());
+        for off in [info.l2_5, info.l3, info.l4].into_iter().flatten() {
+            prop_assert!(off <= frame.len());
         }
     }
 
