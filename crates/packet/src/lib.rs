@@ -93,6 +93,7 @@ pub use wire::icmpv6::{
 pub use wire::ip::{Address as IpAddress, Protocol as IpProtocol};
 pub use wire::ipv4::{Packet as Ipv4Packet, Repr as Ipv4Repr};
 pub use wire::ipv6::{
+    ExtHeader as Ipv6ExtHeader, ExtHeaderRepr as Ipv6ExtHeaderRepr,
     FragmentHeader as Ipv6FragmentHeader, FragmentRepr as Ipv6FragmentRepr, Packet as Ipv6Packet,
     Repr as Ipv6Repr,
 };

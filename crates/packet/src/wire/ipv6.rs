@@ -262,6 +262,95 @@ impl<T: AsRef<[u8]>> ExtHeader<T> {
     }
 }
 
+impl<'a, T: AsRef<[u8]> + ?Sized> ExtHeader<&'a T> {
+    /// The header's data with the lifetime of the buffer.
+    pub fn data_ref(&self) -> &'a [u8] {
+        let len = self.header_len();
+        &self.buffer.as_ref()[2..len]
+    }
+}
+
+impl<T: AsRef<[u8]>> ExtHeader<T> {
+    /// Routing type (routing headers only, RFC 8200 § 4.4).
+    pub fn routing_type(&self) -> u8 {
+        self.buffer.as_ref()[2]
+    }
+
+    /// Segments left (routing headers only, RFC 8200 § 4.4).
+    pub fn segments_left(&self) -> u8 {
+        self.buffer.as_ref()[3]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> ExtHeader<T> {
+    /// Sets the next header.
+    pub fn set_next_header(&mut self, v: Protocol) {
+        self.buffer.as_mut()[0] = v.into();
+    }
+
+    /// Sets the length field from the header's total length in bytes (a multiple of 8, or
+    /// of 4 for AH); fails if it has no encoding.
+    pub fn set_header_len(&mut self, len: usize) -> Result<()> {
+        let raw = match self.kind {
+            Protocol::Ah if len % 4 == 0 && len >= 8 => len / 4 - 2,
+            Protocol::Ipv6Frag if len == FRAGMENT_HEADER_LEN => 0,
+            Protocol::Ah | Protocol::Ipv6Frag => {
+                return Err(Error::Malformed("extension header length"))
+            }
+            _ if len % 8 == 0 && len >= 8 => len / 8 - 1,
+            _ => return Err(Error::Malformed("extension header length")),
+        };
+        self.buffer.as_mut()[1] =
+            u8::try_from(raw).map_err(|_| Error::Malformed("extension header too long"))?;
+        Ok(())
+    }
+
+    /// The header's bytes after next header and length, mutably.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let len = self.header_len();
+        &mut self.buffer.as_mut()[2..len]
+    }
+}
+
+/// A hop-by-hop, routing, destination options or AH extension header, borrowing its data
+/// (the bytes after next header and length: options, routing data, SPI and ICV, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtHeaderRepr<'a> {
+    /// Which header this is.
+    pub kind: Protocol,
+    /// Next header.
+    pub next_header: Protocol,
+    /// The data after next header and length.
+    pub data: &'a [u8],
+}
+
+impl<'a> ExtHeaderRepr<'a> {
+    /// Parses a checked extension header.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(h: &ExtHeader<&'a T>) -> Result<ExtHeaderRepr<'a>> {
+        h.check_len()?;
+        Ok(ExtHeaderRepr {
+            kind: h.kind(),
+            next_header: h.next_header(),
+            data: h.data_ref(),
+        })
+    }
+
+    /// Length of the emitted header: the data plus 2 bytes.
+    pub fn buffer_len(&self) -> usize {
+        self.data.len() + 2
+    }
+
+    /// Writes the header; fails if [`ExtHeaderRepr::buffer_len`] is not a length the kind
+    /// can encode (a multiple of 8 bytes, of 4 for AH).
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut ExtHeader<T>) -> Result<()> {
+        h.kind = self.kind;
+        h.set_next_header(self.next_header);
+        h.set_header_len(self.buffer_len())?;
+        h.data_mut().copy_from_slice(self.data);
+        Ok(())
+    }
+}
+
 /// A view of a fragment header (RFC 8200 § 4.5).
 #[derive(Debug, Clone)]
 pub struct FragmentHeader<T: AsRef<[u8]>> {
@@ -518,6 +607,34 @@ mod tests {
     }
 
     #[test]
+    fn ext_header_routing_fixture() {
+        // Routing header: next TCP, 2 units (24 bytes), type 4 (SRH), 1 segment left.
+        let mut buf = vec![6, 2, 4, 1];
+        buf.extend_from_slice(&[0; 20]);
+        buf.push(0xee);
+        let h = ExtHeader::new_checked(&buf[..], Protocol::Ipv6Route).expect("routing");
+        assert_eq!((h.next_header(), h.header_len()), (Protocol::Tcp, 24));
+        assert_eq!((h.routing_type(), h.segments_left()), (4, 1));
+        assert_eq!(h.payload(), &[0xee]);
+        assert_eq!(
+            ExtHeader::new_checked(&buf[..23], Protocol::Ipv6Route).err(),
+            Some(Error::Truncated)
+        );
+        let bad = ExtHeaderRepr {
+            kind: Protocol::HopByHop,
+            next_header: Protocol::Tcp,
+            data: &[0; 5],
+        };
+        let mut out = [0u8; 7];
+        assert!(bad
+            .emit(&mut ExtHeader::new_unchecked(
+                &mut out[..],
+                Protocol::HopByHop
+            ))
+            .is_err());
+    }
+
+    #[test]
     fn walk_truncated_extension_fails() {
         assert_eq!(
             walk(Protocol::HopByHop, &[6, 1, 0, 0, 0, 0, 0, 0]),
@@ -549,6 +666,22 @@ mod tests {
             r.emit(&mut FragmentHeader::new_unchecked(&mut buf[..]));
             let h = FragmentHeader::new_checked(&buf[..]).expect("frag");
             prop_assert_eq!(FragmentRepr::parse(&h), Ok(r));
+        }
+
+        #[test]
+        fn ext_header_repr_parse_emit_round_trip(
+            kind in prop_oneof![Just(0u8), Just(43), Just(60), Just(51)],
+            nh: u8, units in 1usize..6, fill: u8,
+        ) {
+            let kind = Protocol::from(kind);
+            let total = if kind == Protocol::Ah { units * 4 + 4 } else { units * 8 };
+            let data = vec![fill; total - 2];
+            let r = ExtHeaderRepr { kind, next_header: nh.into(), data: &data };
+            let mut buf = vec![0u8; r.buffer_len()];
+            r.emit(&mut ExtHeader::new_unchecked(&mut buf[..], kind)).expect("emit");
+            let h = ExtHeader::new_checked(&buf[..], kind).expect("ext");
+            prop_assert_eq!(h.header_len(), total);
+            prop_assert_eq!(ExtHeaderRepr::parse(&h), Ok(r));
         }
 
         #[test]
