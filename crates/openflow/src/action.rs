@@ -302,7 +302,8 @@ impl Action {
 pub struct FieldWrite {
     /// The field written.
     pub field: &'static Field,
-    /// The new bits (only those under `mask` are set).
+    /// The new bits; bits outside `mask` are not written (`set_field` keeps them as typed,
+    /// as OVS does, because OpenFlow 1.0 and 1.1 send the value without the mask).
     pub value: u128,
     /// Which bits are written.
     pub mask: u128,

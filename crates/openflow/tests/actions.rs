@@ -407,3 +407,48 @@ fn differential_against_ovs_ofctl() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Replays a file of `{"flow", "option", "want": {"ok"|"err"}}` lines recorded from
+/// `ovs-ofctl -O OPTION parse-flow FLOW` (random action lists; the generator lives
+/// outside the repository). Set `FERROVS_OFCTL_DIFF_CASES` to the file to run it.
+#[test]
+#[ignore = "needs a recorded ovs-ofctl case file"]
+fn differential_recorded_cases() {
+    let Ok(path) = std::env::var("FERROVS_OFCTL_DIFF_CASES") else {
+        panic!("FERROVS_OFCTL_DIFF_CASES is not set");
+    };
+    let text = std::fs::read_to_string(path).expect("readable case file");
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let case: serde_json::Value = serde_json::from_str(line).expect("valid JSON line");
+        let flow = case["flow"].as_str().unwrap_or("");
+        let option = case["option"].as_str().unwrap_or("");
+        let want = match (case["want"]["ok"].as_str(), case["want"]["err"].as_str()) {
+            (Some(ok), _) => ok.to_string(),
+            (None, Some(e)) => format!("error: {e}"),
+            _ => continue,
+        };
+        let Some((match_text, actions)) = split(flow) else {
+            continue;
+        };
+        let Ok(m) = parse_match(&match_text) else {
+            continue;
+        };
+        let v = version_of(option);
+        let ctx = ActionContext::new(&m, Protocols::ANY);
+        let got = match parse_actions(actions, &ctx) {
+            Ok(p) => format_actions(&p.actions, v),
+            Err(e) => format!("error: {e}"),
+        };
+        compared += 1;
+        if got != want {
+            failures.push(format!("{option} {flow}\n  want {want}\n  got  {got}"));
+        }
+    }
+    println!(
+        "recorded differential: {compared} compared, {} differ",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

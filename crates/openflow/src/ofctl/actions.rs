@@ -91,10 +91,13 @@ pub fn parse_actions(s: &str, ctx: &ActionContext<'_>) -> Result<ParsedActions, 
     let mut flow = check::FlowState::from_match(ctx.flow_match);
     let mut usable = Protocols::ANY;
     check::check_list(&mut actions, &mut flow, &mut usable, ctx.table_id)?;
-    Ok(ParsedActions {
-        actions,
-        usable: st.usable.and(usable),
-    })
+    let usable = st.usable.and(usable);
+    if usable.is_empty() {
+        // No protocol can carry these actions with this match, whatever the match's own
+        // protocols are.
+        return Err(inconsistent_match_error());
+    }
+    Ok(ParsedActions { actions, usable })
 }
 
 /// Prints actions as ovs-ofctl does for `version` (`drop` for none).

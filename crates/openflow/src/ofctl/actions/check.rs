@@ -318,7 +318,7 @@ fn check_one(
             }
         }
         Action::GotoTable { table } => {
-            if table_id.is_some_and(|t| *table <= t) || *table == 255 {
+            if table_id.is_some_and(|t| *table <= t) {
                 return Err(check_error("OFPBIC_BAD_TABLE_ID"));
             }
         }

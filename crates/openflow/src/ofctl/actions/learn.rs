@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use super::check::FlowState;
-use super::parse::{atoi, c_int, is_experimenter};
+use super::parse::{atoi, c_int, is_experimenter, parse_subfield, parse_subfield_shown};
 use super::{check_error, KeyValues};
 use crate::action::{Learn, LearnSpec};
 use crate::field::FieldId;
@@ -38,7 +38,7 @@ fn hex(v: u128) -> String {
 
 /// Parses a subfield that `learn` can encode (no experimenter OXM).
 fn classic_subfield(orig: &str, s: &str) -> Result<Subfield, Error> {
-    let sf = Subfield::parse(s)?;
+    let sf = parse_subfield(s)?;
     if is_experimenter(sf.field) {
         return Err(err(format!(
             "{orig}: experimenter OXM field '{s}' not supported"
@@ -49,7 +49,7 @@ fn classic_subfield(orig: &str, s: &str) -> Result<Subfield, Error> {
 
 /// OVS `learn_parse_spec`.
 fn parse_spec(orig: &str, name: &str, value: &str) -> Result<LearnSpec, Error> {
-    if let Ok(dst) = Subfield::parse(name) {
+    if let Ok(dst) = parse_subfield(name) {
         if is_experimenter(dst.field) {
             return Err(err(format!(
                 "{orig}: experimenter OXM field '{name}' not supported"
@@ -58,7 +58,7 @@ fn parse_spec(orig: &str, name: &str, value: &str) -> Result<LearnSpec, Error> {
         if value.is_empty() {
             return Ok(LearnSpec::MatchField { dst, src: dst });
         }
-        match Subfield::parse(value) {
+        match parse_subfield(value) {
             Ok(src) => {
                 if src.n_bits != dst.n_bits {
                     return Err(err(format!(
@@ -110,8 +110,8 @@ fn parse_spec(orig: &str, name: &str, value: &str) -> Result<LearnSpec, Error> {
             }
             return Ok(LearnSpec::LoadImm { dst, value: v });
         }
-        let src = Subfield::parse(src_s)?;
-        let dst = Subfield::parse(dst_s)?;
+        let src = parse_subfield_shown(src_s, value)?;
+        let dst = parse_subfield(dst_s)?;
         if src.n_bits != dst.n_bits {
             return Err(err(format!(
                 "{value}: source field is {} bits wide but destination is {} bits wide",
@@ -121,7 +121,7 @@ fn parse_spec(orig: &str, name: &str, value: &str) -> Result<LearnSpec, Error> {
         Ok(LearnSpec::LoadField { dst, src })
     } else if name == "output" {
         Ok(LearnSpec::Output {
-            src: Subfield::parse(value)?,
+            src: parse_subfield(value)?,
         })
     } else {
         Err(err(format!("{orig}: unknown keyword {name}")))
@@ -172,7 +172,7 @@ pub(crate) fn parse_learn(arg: &str) -> Result<Learn, Error> {
             "delete_learned" => l.delete_learned = true,
             "limit" => l.limit = atoi(value) as u32,
             "result_dst" => {
-                let sf = Subfield::parse(value)?;
+                let sf = parse_subfield(value)?;
                 if !sf.field.writable {
                     return Err(err(format!("{value} is read-only")));
                 }

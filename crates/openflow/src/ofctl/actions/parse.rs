@@ -153,13 +153,83 @@ pub(crate) fn is_experimenter(f: &Field) -> bool {
     }
 }
 
-/// The largest value `set_field` accepts for `f` (`vlan_vid` carries `OFPVID12_PRESENT`).
+/// The bits a `set_field` value may have (OVS `mf_is_value_valid`): `vlan_vid` carries
+/// `OFPVID12_PRESENT`, `nw_tos` only its DSCP bits.
+pub(crate) fn set_field_valid_bits(f: &Field) -> u128 {
+    match f.id {
+        FieldId::NwTos => 0xfc,
+        _ => set_field_max(f),
+    }
+}
+
+/// The mask of a whole-field `set_field` (`vlan_vid` carries `OFPVID12_PRESENT`).
 pub(crate) fn set_field_max(f: &Field) -> u128 {
     if f.id == FieldId::VlanVid {
         0x1fff
     } else {
         f.max_value()
     }
+}
+
+/// Parses `FIELD`, `FIELD[]`, `FIELD[BIT]` or `FIELD[START..END]` with OVS's messages
+/// (`mf_parse_subfield`).
+pub(crate) fn parse_subfield(s: &str) -> Result<Subfield, Error> {
+    parse_subfield_shown(s, s)
+}
+
+/// [`parse_subfield`] whose messages show `shown` (the rest of the input, as OVS's
+/// pointer-advancing parser does: `move:A->B` reports errors in `A` as `A->B: ...`).
+pub(crate) fn parse_subfield_shown(s: &str, shown: &str) -> Result<Subfield, Error> {
+    let name_len = s.find(['[', '-']).unwrap_or(s.len());
+    let name = &s[..name_len];
+    let field =
+        Field::by_name(name).ok_or_else(|| err(format!("{shown}: unknown field `{name}'")))?;
+    let n_bits = i64::from(field.n_bits);
+    let rest = &s[name_len..];
+    let (start, end, rest) = if let Some(r) = rest.strip_prefix('[') {
+        let syntax = || {
+            err(format!(
+                "{shown}: syntax error expecting [] or [<bit>] or [<start>..<end>]"
+            ))
+        };
+        let close = r.find(']').ok_or_else(syntax)?;
+        let inner = &r[..close];
+        let num = |t: &str| t.trim().parse::<i64>().map_err(|_| syntax());
+        let (a, b) = if inner.is_empty() {
+            (0, n_bits - 1)
+        } else if let Some((a, b)) = inner.split_once("..") {
+            (num(a)?, num(b)?)
+        } else {
+            let a = num(inner)?;
+            (a, a)
+        };
+        (a, b, &r[close + 1..])
+    } else {
+        (0, n_bits - 1, rest)
+    };
+    if start > end {
+        return Err(err(format!(
+            "{shown}: starting bit {start} is after ending bit {end}"
+        )));
+    } else if start >= n_bits {
+        return Err(err(format!(
+            "{shown}: starting bit {start} is not valid because field is only {n_bits} bits wide"
+        )));
+    } else if end >= n_bits {
+        return Err(err(format!(
+            "{shown}: ending bit {end} is not valid because field is only {n_bits} bits wide"
+        )));
+    }
+    if !rest.is_empty() {
+        return Err(err("unexpected input following field syntax"));
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    // 0 <= start <= end < n_bits.
+    Ok(Subfield {
+        field,
+        ofs: start as u16,
+        n_bits: (end - start + 1) as u16,
+    })
 }
 
 /// Splits `VALUE->KEY` (OVS `set_field_split_str`).
@@ -497,7 +567,7 @@ impl<'c> State<'c> {
             let max_len = if port == OFPP_CONTROLLER { u16::MAX } else { 0 };
             return Ok(Action::Output { port, max_len });
         }
-        match Subfield::parse(arg) {
+        match parse_subfield(arg) {
             Ok(src) => Ok(Action::OutputReg {
                 src,
                 max_len: u16::MAX,
@@ -576,15 +646,17 @@ impl<'c> State<'c> {
         };
         // OVS `mf_is_value_valid`: no bits beyond the field's meaningful width.
         let max = set_field_max(field);
-        if v & !max != 0 {
+        if v & !set_field_valid_bits(field) != 0 {
             return Err(err(format!("{value} is not a valid value for field {key}")));
         }
         let mask = mask & max;
         let value = v;
         self.usable = self.usable.and(field.usable[0]);
+        // As OVS, the value is kept as written: bits outside the mask are ignored when the
+        // action runs, but OpenFlow 1.0/1.1 (which cannot mask) send the whole value.
         Ok(Action::SetField(FieldWrite {
             field,
-            value: value & mask,
+            value,
             mask,
             flow_has_vlan: false,
         }))
@@ -637,7 +709,7 @@ impl<'c> State<'c> {
         }
         let dst = match dst {
             Some(d) => {
-                let sf = Subfield::parse(d)?;
+                let sf = parse_subfield(d)?;
                 if is_experimenter(sf.field) {
                     return Err(err(format!(
                         "{arg}: experimenter OXM field '{d}' not supported"
@@ -672,7 +744,7 @@ impl<'c> State<'c> {
             if let Ok(n) = str_to_u32(v) {
                 return Ok(SampleId::Imm(n));
             }
-            let sf = Subfield::parse(v)?;
+            let sf = parse_subfield(v)?;
             if sf.n_bits > 32 {
                 return Err(err(format!(
                     "size of {key} field ({}) exceeds maximum (32)",
@@ -735,7 +807,7 @@ impl<'c> State<'c> {
                 "zone" => {
                     ct.zone = match str_to_u16(v, "zone") {
                         Ok(z) => CtZone::Imm(z),
-                        Err(_) => CtZone::Field(Subfield::parse(v)?),
+                        Err(_) => CtZone::Field(parse_subfield(v)?),
                     };
                 }
                 "alg" => {
@@ -808,7 +880,11 @@ fn parse_vlan_vid_value(field: &Field, s: &str) -> Result<(u128, u128), Error> {
     let num = |t: &str| -> Result<u128, Error> {
         match parse_uint(t) {
             Some(v) if v <= 0x1fff => Ok(v),
-            _ => Err(err(format!("{t}: invalid value for field {}", field.name))),
+            Some(_) => Err(err(format!(
+                "{t} is not a valid value for field {}",
+                field.name
+            ))),
+            None => Err(err(format!("{t}: invalid value for field {}", field.name))),
         }
     };
     match s.split_once('/') {
@@ -849,7 +925,8 @@ fn parse_controller(arg: &str) -> Result<Action, Error> {
                     has_userdata = true;
                 }
                 "pause" => c.pause = true,
-                "meter_id" => c.meter_id = Some(str_to_u32(v)?),
+                // Meter 0 is OVS's `NX_CTLR_NO_METER`.
+                "meter_id" => c.meter_id = Some(str_to_u32(v)?).filter(|m| *m != 0),
                 _ => {
                     return Err(err(format!(
                         "unknown key \"{k}\" parsing controller action"
@@ -875,7 +952,7 @@ fn parse_controller(arg: &str) -> Result<Action, Error> {
 /// OVS `parse_reg_load`.
 fn parse_load(arg: &str) -> Result<Action, Error> {
     let (value_s, key) = split_arrow(arg)?;
-    let dst = Subfield::parse(key)?;
+    let dst = parse_subfield(key)?;
     let value = parse_int(value_s, dst.field.n_bytes())
         .ok_or_else(|| err(format!("{arg}: cannot parse integer value")))?;
     let n = u32::from(dst.n_bits);
@@ -903,8 +980,8 @@ fn parse_move(arg: &str) -> Result<Action, Error> {
     let i = arg
         .find("->")
         .ok_or_else(|| err(format!("{arg}: missing `->' following source")))?;
-    let src = Subfield::parse(&arg[..i])?;
-    let dst = Subfield::parse(&arg[i + 2..])?;
+    let src = parse_subfield_shown(&arg[..i], arg)?;
+    let dst = parse_subfield(&arg[i + 2..])?;
     if src.n_bits != dst.n_bits {
         return Err(err(format!(
             "{arg}: source field is {} bits wide but destination is {} bits wide",
@@ -1003,7 +1080,7 @@ fn parse_multipath(arg: &str) -> Result<Action, Error> {
             "{arg}: n_links {n_links} is not in valid range 1 to 65536"
         )));
     }
-    let dst_sf = Subfield::parse(dst)?;
+    let dst_sf = parse_subfield(dst)?;
     if is_experimenter(dst_sf.field) {
         return Err(err(format!(
             "{arg}: experimenter OXM field '{dst}' not supported"
@@ -1031,13 +1108,14 @@ fn parse_multipath(arg: &str) -> Result<Action, Error> {
 fn parse_check_pkt_larger(arg: &str) -> Result<Action, Error> {
     let (value, key) = split_arrow(arg)?;
     let value = value.strip_suffix(')').unwrap_or(value);
-    let dst = Subfield::parse(key)?;
+    let dst = parse_subfield(key)?;
     if dst.n_bits != 1 {
         return Err(err("Only 1-bit destination field is allowed"));
     }
     let pkt_len = c_int(value)
         .and_then(|v| u16::try_from(v).ok())
-        .ok_or_else(|| err(format!("invalid \"{value}\"")))?;
+        // OVS passes a null name to `str_to_u16` here, which glibc prints as `(null)`.
+        .ok_or_else(|| err(format!("invalid (null) \"{value}\"")))?;
     Ok(Action::CheckPktLarger { pkt_len, dst })
 }
 

@@ -367,7 +367,7 @@ fn encode(a: &Action, v: OfVersion, out: &mut Vec<Action>) {
         Action::WriteActions(inner) => out.push(Action::WriteActions(encode_list(inner, v))),
         Action::GotoTable { table } if v == OfVersion::Of10 => out.push(Action::Resubmit {
             in_port: OFPP_IN_PORT,
-            table: Some(*table),
+            table: (*table != 255).then_some(*table),
             ct: false,
         }),
         other => out.push(other.clone()),
