@@ -144,7 +144,7 @@ pub struct Metadata {
 }
 
 impl Metadata {
-    /// Records the header offsets found by [`packet::extract`].
+    /// Records the header offsets found by [`packet::extract()`].
     pub fn set_offsets(&mut self, info: &ExtractInfo) {
         let ofs = |o: Option<usize>| o.and_then(|o| u16::try_from(o).ok());
         self.l2_5_ofs = ofs(info.l2_5);

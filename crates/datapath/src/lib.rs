@@ -11,7 +11,8 @@
 //! - [`netdev`]: the [`Netdev`] trait (batches in and out of numbered queues, per-queue counters,
 //!   counted drops, never blocking) and the `memory`, `null` and `pcap-replay` ports.
 //! - [`pcap`]: the classic pcap reader and writer.
-//! - [`drop`] and [`stats`]: drop reasons and per-queue counters.
+//! - [`drop`](mod@drop) and [`stats`]: drop reasons and per-queue counters.
+//! - `flows` (feature `test-utils`): the OVS-DPDK benchmark flows, as frames and pcaps.
 //! - [`cycles`]: the TSC, for cycles-per-packet accounting.
 //!
 //! # Invariants

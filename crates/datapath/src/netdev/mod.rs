@@ -84,12 +84,21 @@ pub trait Netdev: Send + Sync + fmt::Debug {
     fn n_txq(&self) -> usize;
 
     /// Receives up to `batch.room()` packets from rx queue `q`, appending them to `batch`
-    /// with buffers from `pool`; returns how many were appended. Sets each packet's
-    /// `meta.rx_queue`. Never blocks.
+    /// with buffers from `pool`; returns how many were appended. Never blocks.
+    ///
+    /// - Reads: the device's rx queue `q`.
+    /// - Writes: the frame and `meta.rx_queue` of each appended packet (the rest of the metadata is
+    ///   fresh); `rx_packets`, `rx_bytes` and `drop_*` of rx queue `q`.
+    /// - Next: the caller (the PMD sets `meta.in_port`, then extraction).
     fn recv(&self, q: usize, pool: &Pool, batch: &mut Batch) -> usize;
 
     /// Transmits every packet of `batch` on tx queue `q % n_txq()`, and leaves `batch`
     /// empty: each packet is sent or counted as a drop.
+    ///
+    /// - Reads: each packet's frame.
+    /// - Writes: `tx_packets`, `tx_bytes` and `drop_*` of the tx queue.
+    /// - Next: the wire; the buffers return to their pool (or stay with the device until it has
+    ///   sent them).
     fn send(&self, q: usize, batch: &mut Batch);
 
     /// Counters of rx queue `q` (zeros if it does not exist).
