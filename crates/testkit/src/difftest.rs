@@ -174,6 +174,8 @@ pub struct RunReport {
     pub n_cases: u64,
     /// Packets traced by the reference.
     pub n_packets: u64,
+    /// Packets for which the reference output at least one copy (the rest were dropped).
+    pub n_forwarding: u64,
     /// Cases that a system refused.
     pub rejections: Vec<Rejection>,
     /// Cases where the systems disagree.
@@ -209,17 +211,22 @@ pub fn run(
     for n in config.first..config.first.saturating_add(config.cases) {
         let case = diffgen::generate(config.seed, n);
         report.n_cases += 1;
-        let outcome = match sut.as_deref_mut() {
-            None => trace_all(reference, &case).map(|traced| {
-                report.n_packets += traced.len() as u64;
-                None
-            }),
-            Some(sut) => {
-                let found = first_mismatch(reference, sut, &case, config.mode);
-                report.n_packets += case.packets.len() as u64;
-                found.map(|m| m.map(|(packet, r, s)| (sut, packet, r, s)))
+        let outcome = trace_all(reference, &case).and_then(|expected| {
+            report.n_packets += expected.len() as u64;
+            report.n_forwarding += expected
+                .iter()
+                .filter(|a| {
+                    crate::compare::action_items(a)
+                        .iter()
+                        .any(|i| crate::compare::is_output(i))
+                })
+                .count() as u64;
+            match sut.as_deref_mut() {
+                None => Ok(None),
+                Some(sut) => Ok(mismatch_against(sut, &case, &expected, config.mode)?
+                    .map(|(packet, r, s)| (sut, packet, r, s))),
             }
-        };
+        });
         match outcome {
             Ok(None) => {}
             Ok(Some((sut, packet, r, s))) => {
@@ -276,6 +283,16 @@ pub fn first_mismatch(
     mode: CompareMode,
 ) -> Result<Option<(String, String, String)>, SystemError> {
     let expected = trace_all(reference, case)?;
+    mismatch_against(sut, case, &expected, mode)
+}
+
+/// Like [`first_mismatch`], with the reference's answers (`expected`, one per packet) given.
+pub fn mismatch_against(
+    sut: &mut dyn TraceSystem,
+    case: &DiffCase,
+    expected: &[String],
+    mode: CompareMode,
+) -> Result<Option<(String, String, String)>, SystemError> {
     if let Err(e) = sut.load(case) {
         let packet = case.packets.first().cloned().unwrap_or_default();
         let first = expected.first().cloned().unwrap_or_default();
@@ -285,6 +302,7 @@ pub fn first_mismatch(
         };
     }
     for (packet, want) in case.packets.iter().zip(expected) {
+        let want = want.clone();
         let got = match sut.trace(case.trace_target(), packet) {
             Ok(got) => got,
             Err(e @ SystemError::Rejected { .. }) => format!("<{e}>"),

@@ -276,9 +276,12 @@ fn run_generated(
         _ => {}
     })?;
     println!(
-        "{} cases, {} packets: {} rejected by a system, {} mismatches; {:.1} s, {:.1} cases/s",
+        "{} cases, {} packets ({} forwarded, {} dropped by OVS): {} rejected by a system, {} mismatches; {:.1} \
+         s, {:.1} cases/s",
         report.n_cases,
         report.n_packets,
+        report.n_forwarding,
+        report.n_packets - report.n_forwarding,
         report.rejections.len(),
         report.mismatches.len(),
         report.elapsed.as_secs_f64(),
