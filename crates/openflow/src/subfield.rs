@@ -30,60 +30,75 @@ impl Subfield {
         self.ofs == 0 && self.n_bits == self.field.n_bits
     }
 
-    /// Parses `NAME`, `NAME[]`, `NAME[BIT]` or `NAME[START..END]` (inclusive END).
+    /// Parses `NAME`, `NAME[]`, `NAME[BIT]` or `NAME[START..END]` (inclusive END), with
+    /// OVS `mf_parse_subfield`'s rules and messages (`reg0[40]: starting bit 40 is not
+    /// valid because field is only 32 bits wide`).
     pub fn parse(s: &str) -> Result<Subfield, Error> {
-        let s = s.trim();
-        let (name, range) = match s.find('[') {
-            Some(i) => {
-                let rest = &s[i + 1..];
-                let close = rest
-                    .find(']')
-                    .ok_or_else(|| Error::Parse(format!("{s}: missing `]' in subfield")))?;
-                if !rest[close + 1..].trim().is_empty() {
-                    return Err(Error::Parse(format!(
-                        "{s}: trailing garbage after subfield"
-                    )));
-                }
-                (&s[..i], Some(&rest[..close]))
-            }
-            None => (s, None),
-        };
+        let (sf, rest) = Self::parse_prefix(s)?;
+        if !rest.is_empty() {
+            return Err(Error::Parse(
+                "unexpected input following field syntax".to_string(),
+            ));
+        }
+        Ok(sf)
+    }
+
+    /// Parses a subfield at the start of `s` (OVS `mf_parse_subfield__`) and returns it
+    /// with the rest of the text.
+    pub fn parse_prefix(s: &str) -> Result<(Subfield, &str), Error> {
+        let name_len = s.find(['[', '-']).unwrap_or(s.len());
+        let name = &s[..name_len];
         let field = Field::by_name(name)
-            .ok_or_else(|| Error::Parse(format!("{name}: unknown field `{name}'")))?;
-        let (ofs, n_bits) = match range {
-            None => (0, field.n_bits),
-            Some("") => (0, field.n_bits),
-            Some(r) => {
-                let num = |t: &str| {
-                    t.trim()
-                        .parse::<u16>()
-                        .map_err(|_| Error::Parse(format!("{s}: syntax error parsing subfield")))
-                };
-                match r.split_once("..") {
-                    Some((a, b)) => {
-                        let (a, b) = (num(a)?, num(b)?);
-                        if b < a {
-                            return Err(Error::Parse(format!(
-                                "{s}: starting bit {a} is after ending bit {b}"
-                            )));
-                        }
-                        let n = u32::from(b) - u32::from(a) + 1;
-                        (a, u16::try_from(n).unwrap_or(u16::MAX))
-                    }
-                    None => (num(r)?, 1),
-                }
-            }
-        };
-        if u32::from(ofs) + u32::from(n_bits) > u32::from(field.n_bits) {
+            .ok_or_else(|| Error::Parse(format!("{s}: unknown field `{name}'")))?;
+        let mut rest = &s[name_len..];
+        let n_bits = i64::from(field.n_bits);
+        let (mut start, mut end) = (0i64, n_bits - 1);
+        if rest.starts_with('[') {
+            let close = rest.find(']');
+            let inner = close.map(|c| &rest[1..c]);
+            let num = |t: &str| t.trim_start().parse::<i64>().ok();
+            let parsed = match inner {
+                Some("") => Some((start, end)),
+                Some(t) => match t.split_once("..") {
+                    Some((a, b)) => num(a).zip(num(b)),
+                    None => num(t).map(|a| (a, a)),
+                },
+                None => None,
+            };
+            let Some((a, b)) = parsed else {
+                return Err(Error::Parse(format!(
+                    "{s}: syntax error expecting [] or [<bit>] or [<start>..<end>]"
+                )));
+            };
+            (start, end) = (a, b);
+            rest = &rest[close.map_or(rest.len(), |c| c + 1)..];
+        }
+        if start > end {
             return Err(Error::Parse(format!(
-                "{s}: bits {}..{} are outside the {}-bit field {}",
-                ofs,
-                u32::from(ofs) + u32::from(n_bits) - 1,
-                field.n_bits,
-                field.name
+                "{s}: starting bit {start} is after ending bit {end}"
             )));
         }
-        Ok(Subfield { field, ofs, n_bits })
+        if start < 0 || start >= n_bits {
+            return Err(Error::Parse(format!(
+                "{s}: starting bit {start} is not valid because field is only {n_bits} bits \
+                 wide"
+            )));
+        }
+        if end >= n_bits {
+            return Err(Error::Parse(format!(
+                "{s}: ending bit {end} is not valid because field is only {n_bits} bits wide"
+            )));
+        }
+        let ofs = u16::try_from(start).unwrap_or(0);
+        let n = u16::try_from(end - start + 1).unwrap_or(1);
+        Ok((
+            Subfield {
+                field,
+                ofs,
+                n_bits: n,
+            },
+            rest,
+        ))
     }
 
     /// OVS's printed form: `NXM_NX_REG0[]` for a whole field, else `NXM_NX_REG0[0..3]` (a
@@ -132,6 +147,18 @@ mod tests {
     #[test]
     fn regression_subfield_widest_range_does_not_overflow() {
         assert!(Subfield::parse("reg0[0..65535]").is_err());
+        assert_eq!(
+            Subfield::parse("reg0[40]").unwrap_err().to_string(),
+            "reg0[40]: starting bit 40 is not valid because field is only 32 bits wide"
+        );
+        assert_eq!(
+            Subfield::parse("reg0[5..2]").unwrap_err().to_string(),
+            "reg0[5..2]: starting bit 5 is after ending bit 2"
+        );
+        assert_eq!(
+            Subfield::parse("reg0[x]").unwrap_err().to_string(),
+            "reg0[x]: syntax error expecting [] or [<bit>] or [<start>..<end>]"
+        );
         assert!(Subfield::parse("xxreg0[0..127]").is_ok());
     }
 }

@@ -10,12 +10,17 @@
 //! (OFPBAC_MATCH_INCONSISTENT)`. ovs-ofctl then picks the first usable protocol among the
 //! ones its options allow, in the order OpenFlow 1.0, NXM, OpenFlow 1.1, 1.2, ... 1.5.
 //!
-//! # Prerequisites
+//! # Prerequisites and what the protocol carries
 //!
-//! OVS does not check prerequisites while parsing; the switch does when it decodes the
-//! flow_mod. With the OpenFlow 1.0 standard match it silently drops fields whose
-//! prerequisites fail (`ofputil_normalize_match`), with NXM or OXM it rejects the flow
-//! (`OFPBMC_BAD_PREREQ`). [`parse_flow`] does the same for the chosen protocol.
+//! OVS does not check prerequisites while parsing. Its encoders write only what the chosen
+//! protocol carries and what the match's protocol allows (`nx_put_raw`, the OpenFlow 1.0
+//! and 1.1 match converters): `ip,tp_src=80` goes out as `ip`, IPv6 addresses only with
+//! `ipv6`, the OpenFlow 1.0/1.1 VLAN match as an exact VID and/or priority. [`parse_flow`]
+//! applies the same rules for the chosen protocol, so the flow it returns is what an OVS
+//! switch would install and prints as ovs-ofctl prints it (checked against ovs-ofctl 3.1
+//! by `tests/match_differential.rs`). With [`ParseOptions::strict_prerequisites`] such a
+//! match is rejected instead ([`Error::Prerequisite`], OVS's `OFPBMC_BAD_PREREQ` for a raw
+//! NXM/OXM flow_mod).
 
 use packet::key::fields;
 

@@ -29,8 +29,8 @@ use crate::flow_match::{
     ETH_TYPE_RARP, FRAG_LATER, VLAN_CFI,
 };
 use crate::ofctl::flow::{split_key_values, MatchBuilder};
-use crate::ofctl::match_fmt::format_match;
-use crate::ofctl::value::parse_int;
+use crate::ofctl::match_fmt::format_match_inner;
+use crate::ofctl::value::{parse_flags, parse_int, tun_flag_name};
 use crate::Error;
 
 fn on(m: &mut FlowKey, f: KeyField) {
@@ -153,7 +153,8 @@ pub fn packet_fields_mask(k: &FlowKey) -> FlowKey {
 
 /// Prints a packet's key as OVS `flow_format` does.
 pub fn format_flow_key(key: &FlowKey) -> String {
-    format_match(&Match::new(*key, packet_fields_mask(key)), None)
+    let tunnelled = key.tun_dst() != 0;
+    format_match_inner(&Match::new(*key, packet_fields_mask(key)), None, tunnelled)
 }
 
 /// Parses flow-syntax packet text (`tcp,in_port=1,dl_src=...,tp_dst=80`): the fields
@@ -175,6 +176,19 @@ pub fn parse_flow_key_with_ports(s: &str, port_names: &[(String, u16)]) -> Resul
             "mpls_lse2" => Some((fields::MPLS_LSE2, 4)),
             _ => None,
         };
+        // Tunnel fields a key does not store; OVS prints them as zero.
+        if matches!(
+            name,
+            "tun_ipv6_src" | "tun_ipv6_dst" | "tun_erspan_ver" | "gtpu_flags" | "gtpu_msgtype"
+        ) {
+            continue;
+        }
+        if name == "tun_flags" {
+            // A packet may carry every tunnel flag, not only the matchable `oam`.
+            let (v, _) = parse_flags(value, tun_flag_name, "tunnel", 0xf)?;
+            extra.push((fields::TUN_FLAGS, v));
+            continue;
+        }
         if let Some((kf, n_bytes)) = kf {
             let v = parse_int(value, n_bytes)
                 .ok_or_else(|| Error::Parse(format!("{value}: bad syntax for {name} value")))?;
@@ -226,6 +240,18 @@ mod tests {
         assert_eq!(k.tp_dst(), 80);
         assert!(!has_vlan(&k));
         assert!(parse_flow_key("bogus=1").is_err());
+    }
+
+    #[test]
+    fn flow_key_tunnel_packet() {
+        let text = "tun_id=0x5,tun_src=1.1.1.1,tun_dst=2.2.2.2,tun_ipv6_src=::,\
+                    tun_ipv6_dst=::,tun_gbp_id=0,tun_gbp_flags=0,tun_tos=0,tun_ttl=64,\
+                    tun_erspan_ver=0,gtpu_flags=0,gtpu_msgtype=0,tun_flags=key,in_port=1,\
+                    vlan_tci=0x0000,dl_src=00:00:00:00:00:01,dl_dst=00:00:00:00:00:02,\
+                    dl_type=0x1234";
+        let k = parse_flow_key(text).unwrap();
+        assert_eq!(k.tun_ttl(), 64);
+        assert_eq!(format_flow_key(&k), text);
     }
 
     #[test]

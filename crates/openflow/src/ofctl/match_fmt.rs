@@ -186,6 +186,13 @@ impl Printer<'_> {
 /// Prints a match as OVS `match_format` does, with `priority=N` first when `priority` is
 /// given and is not the default 32768. An empty string is the catch-all match.
 pub fn format_match(mt: &Match, priority: Option<u16>) -> String {
+    format_match_inner(mt, priority, false)
+}
+
+/// [`format_match`], and with `tunnel_packet` the tunnel fields a tunnelled packet has but
+/// a key does not store (`tun_ipv6_src=::`, `tun_erspan_ver=0`, `gtpu_flags=0`...), as OVS
+/// `flow_format` prints them.
+pub(crate) fn format_match_inner(mt: &Match, priority: Option<u16>, tunnel_packet: bool) -> String {
     let mut p = Printer {
         out: String::new(),
         v: mt.value(),
@@ -245,6 +252,15 @@ pub fn format_match(mt: &Match, priority: Option<u16>) -> String {
         p.u16_masked("ct_tp_dst", a, b);
     }
 
+    // A match on `recirc_id` is a datapath-level (megaflow) match: OVS then shows the
+    // packet type, which any L2-and-up field implies.
+    if m.recirc_id() != 0
+        && m.words[packet::key::STAGES[1].start..]
+            .iter()
+            .any(|w| *w != 0)
+    {
+        p.put("eth");
+    }
     let dl_type = v.dl_type();
     let mut skip_type = false;
     let mut skip_proto = false;
@@ -304,6 +320,10 @@ pub fn format_match(mt: &Match, priority: Option<u16>) -> String {
     p.hex_masked("tun_id", fields::TUN_ID);
     p.ip_masked("tun_src", fields::TUN_SRC);
     p.ip_masked("tun_dst", fields::TUN_DST);
+    if tunnel_packet {
+        p.put("tun_ipv6_src=::");
+        p.put("tun_ipv6_dst=::");
+    }
     let (a, b) = p.get(fields::TUN_GBP_ID);
     p.u16_masked("tun_gbp_id", a, b);
     if m.tun_gbp_flags() != 0 {
@@ -317,6 +337,11 @@ pub fn format_match(mt: &Match, priority: Option<u16>) -> String {
     }
     if m.tun_ttl() != 0 {
         p.put(&format!("tun_ttl={}", v.tun_ttl()));
+    }
+    if tunnel_packet {
+        p.put("tun_erspan_ver=0");
+        p.put("gtpu_flags=0");
+        p.put("gtpu_msgtype=0");
     }
     if m.tun_flags() & 0xf != 0 {
         let s = format_flags_masked(

@@ -409,8 +409,9 @@ pub fn tun_flag_name(bit: u32) -> Option<&'static str> {
 }
 
 /// Parses flags as OVS `parse_flags` does: `VALUE/MASK` numbers, `+name-name` (a masked
-/// match), or `name|name|NUMBER` (exact). `what` names the flag family in messages.
-fn parse_flags(
+/// match), or `name|name|NUMBER` (exact). `what` names the flag family in messages and
+/// `allowed` the bits that may appear.
+pub fn parse_flags(
     s: &str,
     name_of: fn(u32) -> Option<&'static str>,
     what: &str,
