@@ -185,6 +185,16 @@ pub enum Action {
         /// Destination bits (as wide as `src`).
         dst: Subfield,
     },
+    /// `push:SUBFIELD`: pushes the bits on the action stack.
+    #[doc(alias = "push")]
+    StackPush(Subfield),
+    /// `pop:SUBFIELD`: pops the top of the action stack into the bits.
+    #[doc(alias = "pop")]
+    StackPop(Subfield),
+    /// `debug_recirc`: forces a recirculation (testing aid).
+    DebugRecirc,
+    /// `debug_slow`: forces the slow path (testing aid).
+    DebugSlow,
     /// `dec_ttl` or `dec_ttl(ID,...)`.
     DecTtl {
         /// Controller ids to notify when the TTL expires; `None` for plain `dec_ttl`.

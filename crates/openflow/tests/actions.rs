@@ -235,7 +235,10 @@ const DIFF_FLOWS: &[&str] = &[
     "ip,actions=learn(eth_type=0x800,nw_proto=6,NXM_OF_IP_SRC[]=NXM_OF_IP_DST[],tcp_dst=80,priority=5,cookie=0x10,send_flow_rem,delete_learned,limit=3,result_dst=reg0[1])",
     "actions=learn(in_port=1,NXM_NX_REG0[0..7]=0x10,idle_timeout=5,fin_idle_timeout=1,fin_hard_timeout=2,table=9)",
     "actions=learn(dl_dst=00:11:22:33:44:55,load:0->NXM_NX_REG1[])",
+    "actions=push:reg0[0..3],pop:NXM_NX_REG1[4..7],debug_recirc,debug_slow",
     // Errors: the messages must match too.
+    "actions=push:reg0[0..3]x",
+    "actions=pop:NXM_OF_IN_PORT[20]",
     "actions=output:1,drop",
     "actions=bogus",
     "actions=output:bogus",

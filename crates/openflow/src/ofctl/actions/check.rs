@@ -247,6 +247,8 @@ fn check_one(
             check_subfield(src, flow, false)?;
             check_subfield(dst, flow, true)?;
         }
+        Action::StackPush(sf) => check_subfield(sf, flow, false)?,
+        Action::StackPop(sf) => check_subfield(sf, flow, true)?,
         Action::SetMplsLabel(_)
         | Action::SetMplsTc(_)
         | Action::SetMplsTtl(_)

@@ -232,6 +232,26 @@ pub(crate) fn parse_subfield_shown(s: &str, shown: &str) -> Result<Subfield, Err
     })
 }
 
+/// OVS `nxm_parse_stack_action`.
+fn parse_stack_subfield(s: &str) -> Result<Subfield, Error> {
+    let name_len = s.find(['[', '-']).unwrap_or(s.len());
+    let end = if s[name_len..].starts_with('[') {
+        s[name_len..]
+            .find(']')
+            .map_or(s.len(), |i| name_len + i + 1)
+    } else {
+        name_len
+    };
+    let sf = parse_subfield_shown(&s[..end], s)?;
+    if end < s.len() {
+        return Err(err(format!(
+            "{}: trailing garbage following push or pop",
+            &s[end..]
+        )));
+    }
+    Ok(sf)
+}
+
 /// Splits `VALUE->KEY` (OVS `set_field_split_str`).
 fn split_arrow(arg: &str) -> Result<(&str, &str), Error> {
     let i = arg
@@ -521,8 +541,17 @@ impl<'c> State<'c> {
                 Action::GotoTable { table }
             }
             "learn" => Action::Learn(Box::new(super::learn::parse_learn(arg)?)),
-            "push" | "pop" | "encap" | "decap" | "dec_nsh_ttl" | "delete_field"
-            | "unroll_xlate" | "debug_recirc" | "debug_slow" => {
+            "push" | "pop" => {
+                let sf = parse_stack_subfield(arg)?;
+                if lkey == "push" {
+                    Action::StackPush(sf)
+                } else {
+                    Action::StackPop(sf)
+                }
+            }
+            "debug_recirc" => Action::DebugRecirc,
+            "debug_slow" => Action::DebugSlow,
+            "encap" | "decap" | "dec_nsh_ttl" | "delete_field" | "unroll_xlate" => {
                 return Err(err(format!("{key}: action not supported by ferrovs yet")))
             }
             _ => return Ok(false),
@@ -1274,6 +1303,10 @@ pub(crate) fn action_name(a: &Action) -> &'static str {
         Action::SetL4DstPort { .. } => "mod_tp_dst",
         Action::SetField(_) | Action::Load(_) => "set_field",
         Action::Move { .. } => "move",
+        Action::StackPush(_) => "push",
+        Action::StackPop(_) => "pop",
+        Action::DebugRecirc => "debug_recirc",
+        Action::DebugSlow => "debug_slow",
         Action::DecTtl { .. } => "dec_ttl",
         Action::SetMplsLabel(_) => "set_mpls_label",
         Action::SetMplsTc(_) => "set_mpls_tc",

@@ -743,6 +743,14 @@ fn format_one(a: &Action, v: OfVersion, s: &mut String) {
         Action::Move { src, dst } => {
             let _ = write!(s, "move:{src}->{dst}");
         }
+        Action::StackPush(sf) => {
+            let _ = write!(s, "push:{sf}");
+        }
+        Action::StackPop(sf) => {
+            let _ = write!(s, "pop:{sf}");
+        }
+        Action::DebugRecirc => s.push_str("debug_recirc"),
+        Action::DebugSlow => s.push_str("debug_slow"),
         Action::DecTtl { controller_ids } => {
             s.push_str("dec_ttl");
             if let Some(ids) = controller_ids {

@@ -718,6 +718,59 @@ fn misc_actions() {
 }
 
 #[test]
+fn stack_and_debug_actions() {
+    assert_eq!(
+        norm(
+            "push:reg0[0..3],pop:NXM_NX_REG1[4..7],debug_recirc,debug_slow",
+            OfVersion::Of13
+        ),
+        "push:NXM_NX_REG0[0..3],pop:NXM_NX_REG1[4..7],debug_recirc,debug_slow"
+    );
+    assert_eq!(
+        err_of("push:reg0[0..3]x", &Match::catch_all()),
+        "x: trailing garbage following push or pop"
+    );
+    assert_eq!(
+        err_of("pop:reg0[40]", &Match::catch_all()),
+        "reg0[40]: starting bit 40 is not valid because field is only 32 bits wide"
+    );
+}
+
+#[test]
+fn learn_forms() {
+    let any = Match::catch_all();
+    assert_eq!(
+        norm_with(
+            "learn(table=1,hard_timeout=60,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])",
+            &any,
+            OfVersion::Of10
+        ),
+        "learn(table=1,hard_timeout=60,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])"
+    );
+    assert_eq!(
+        norm_with(
+            "learn(eth_type=0x800,NXM_OF_IP_SRC[],load:5->reg0[0..3],reg1[0..7]=0x10,priority=5)",
+            &m(0x0800, 0),
+            OfVersion::Of13
+        ),
+        "learn(table=1,priority=5,eth_type=0x800,NXM_OF_IP_SRC[],load:0x5->NXM_NX_REG0[0..3],NXM_NX_REG1[0..7]=0x10)"
+    );
+    // The learned match needs its own prerequisites.
+    assert_eq!(
+        err_of("learn(NXM_OF_IP_SRC[])", &any),
+        "actions are invalid with specified match (OFPBAC_MATCH_INCONSISTENT)"
+    );
+    assert_eq!(
+        err_of("learn(load:5->reg0[0..1])", &any),
+        "5->reg0[0..1]: value does not fit into 2 bits"
+    );
+    assert_eq!(
+        err_of("learn(table=255)", &any),
+        "table=255: table id 255 not valid for `learn' action"
+    );
+}
+
+#[test]
 fn regression_deep_nesting_is_an_error_not_a_crash() {
     let s = "clone(".repeat(200) + &")".repeat(200);
     assert_eq!(err_of(&s, &Match::catch_all()), "Action nested too deeply");
@@ -867,9 +920,14 @@ proptest! {
         // Facts taken from the match (`flow_has_vlan`, `ip_proto`) are filled in again by the
         // check, as parsing does.
         let encode = |a: &[Action]| {
-            let mut e = print::encode_list(a, v);
-            let mut flow = check::FlowState::from_match(&tcp);
-            let _ = check::check_list(&mut e, &mut flow, &mut Protocols::ANY.clone(), None);
+            let fill = |list: &mut Vec<Action>| {
+                let mut flow = check::FlowState::from_match(&tcp);
+                let _ = check::check_list(list, &mut flow, &mut Protocols::ANY.clone(), None);
+            };
+            let mut a = a.to_vec();
+            fill(&mut a);
+            let mut e = print::encode_list(&a, v);
+            fill(&mut e);
             e
         };
         let encoded = encode(&actions);
