@@ -40,7 +40,9 @@
 use std::hash::{Hash, Hasher};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::field::Field;
+use packet::key::{FlowKey, KeyField};
+
+use crate::field::{Field, FieldId};
 use crate::subfield::Subfield;
 
 /// One action or instruction.
@@ -320,6 +322,49 @@ pub struct FieldWrite {
     /// Whether the flow's match guarantees a VLAN tag (filled in by the check; OVS needs it
     /// to encode a `vlan_tci` write for OpenFlow 1.1).
     pub flow_has_vlan: bool,
+}
+
+impl FieldWrite {
+    /// Writes the bits under `mask` into `key` (what `set_field` and `load` do to a
+    /// packet). A `vlan_vid` write also carries `OFPVID12_PRESENT` (0x1000), the CFI bit of
+    /// `vlan_tci`, as in OVS.
+    pub fn apply(&self, key: &mut FlowKey) {
+        let kf = if self.field.id == FieldId::VlanVid {
+            KeyField {
+                width: 13,
+                ..packet::key::fields::VLAN_TCI
+            }
+        } else {
+            self.field.key
+        };
+        let mask = self.mask & kf.max_value();
+        let old = key.get(kf);
+        key.set(kf, (old & !mask) | (self.value & mask));
+    }
+}
+
+/// Reads the bits of `sf` from `key`, right-aligned (the source of `move`, `output:REG`,
+/// `push`, ...).
+pub fn read_subfield(key: &FlowKey, sf: &Subfield) -> u128 {
+    let v = key.get(sf.field.key) >> sf.ofs;
+    if sf.n_bits >= 128 {
+        v
+    } else {
+        v & ((1u128 << sf.n_bits) - 1)
+    }
+}
+
+/// Writes the low `sf.n_bits` bits of `value` into the bits of `sf` in `key`.
+pub fn write_subfield(key: &mut FlowKey, sf: &Subfield, value: u128) {
+    let bits = if sf.n_bits >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << sf.n_bits) - 1
+    };
+    let mask = bits.checked_shl(u32::from(sf.ofs)).unwrap_or(0);
+    let old = key.get(sf.field.key);
+    let shifted = (value & bits).checked_shl(u32::from(sf.ofs)).unwrap_or(0);
+    key.set(sf.field.key, (old & !mask) | (shifted & mask));
 }
 
 /// `controller(...)` parameters.
@@ -687,4 +732,63 @@ pub enum OfVersion {
     Of14,
     /// OpenFlow 1.5.
     Of15,
+}
+
+#[cfg(test)]
+mod tests {
+    use packet::key::fields;
+
+    use super::*;
+
+    fn field(name: &str) -> &'static Field {
+        Field::by_name(name).expect("known field")
+    }
+
+    #[test]
+    fn field_write_sets_only_masked_bits() {
+        let mut key = FlowKey::default();
+        key.set(fields::REGS[0], 0xffff_0000);
+        FieldWrite {
+            field: field("reg0"),
+            value: 0x0000_1234,
+            mask: 0x0000_ffff,
+            flow_has_vlan: false,
+        }
+        .apply(&mut key);
+        assert_eq!(key.get(fields::REGS[0]), 0xffff_1234);
+    }
+
+    #[test]
+    fn field_write_vlan_vid_sets_cfi() {
+        let mut key = FlowKey::default();
+        key.set_vlan_tci(0xe005);
+        FieldWrite {
+            field: field("vlan_vid"),
+            value: 0x1007,
+            mask: 0x1fff,
+            flow_has_vlan: true,
+        }
+        .apply(&mut key);
+        assert_eq!(key.vlan_tci(), 0xf007);
+    }
+
+    #[test]
+    fn subfield_read_write_round_trip() {
+        let mut key = FlowKey::default();
+        let sf = Subfield {
+            field: field("reg1"),
+            ofs: 4,
+            n_bits: 8,
+        };
+        write_subfield(&mut key, &sf, 0x1ab);
+        assert_eq!(key.get(fields::REGS[1]), 0xab0);
+        assert_eq!(read_subfield(&key, &sf), 0xab);
+        let whole = Subfield {
+            field: field("xxreg0"),
+            ofs: 0,
+            n_bits: 128,
+        };
+        write_subfield(&mut key, &whole, u128::MAX);
+        assert_eq!(read_subfield(&key, &whole), u128::MAX);
+    }
 }
