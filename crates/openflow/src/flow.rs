@@ -196,19 +196,29 @@ impl FlowEntry {
             s.push_str(&format!("cookie={:#x}, ", self.cookie));
         }
         if show_stats {
-            s.push_str(&format!(
-                "duration={}.{:03}s, ",
-                self.stats.duration_ms / 1000,
-                self.stats.duration_ms % 1000
-            ));
+            // OVS `ofp_print_duration`: no decimals for whole seconds, else milliseconds.
+            let (sec, ms) = (self.stats.duration_ms / 1000, self.stats.duration_ms % 1000);
+            if ms == 0 {
+                s.push_str(&format!("duration={sec}s, "));
+            } else {
+                s.push_str(&format!("duration={sec}.{ms:03}s, "));
+            }
         }
         if show_stats || self.table_id() != 0 {
             s.push_str(&format!("table={}, ", self.table_id()));
         }
         if show_stats {
+            let stat = |v: u64| {
+                if v == u64::MAX {
+                    "?".to_string()
+                } else {
+                    v.to_string()
+                }
+            };
             s.push_str(&format!(
                 "n_packets={}, n_bytes={}, ",
-                self.stats.n_packets, self.stats.n_bytes
+                stat(self.stats.n_packets),
+                stat(self.stats.n_bytes)
             ));
         }
         if self.idle_timeout != 0 {
@@ -229,5 +239,45 @@ impl FlowEntry {
         s.push_str("actions=");
         s.push_str(&format_actions(&self.actions, version));
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_flows_prints_like_ovs() {
+        let mut f = FlowEntry {
+            priority: 10,
+            ..FlowEntry::default()
+        };
+        f.stats.duration_ms = 3000;
+        assert_eq!(
+            f.to_dump_flows_string(OfVersion::Of10, true),
+            "cookie=0x0, duration=3s, table=0, n_packets=0, n_bytes=0, priority=10 actions=drop"
+        );
+        f.stats.duration_ms = 3042;
+        f.stats.n_packets = u64::MAX;
+        assert!(f
+            .to_dump_flows_string(OfVersion::Of10, true)
+            .starts_with("cookie=0x0, duration=3.042s, table=0, n_packets=?, "));
+        assert_eq!(
+            f.to_dump_flows_string(OfVersion::Of10, false),
+            "priority=10 actions=drop"
+        );
+    }
+
+    #[test]
+    fn flow_mod_form_omits_defaults() {
+        let f = FlowEntry::default();
+        assert_eq!(f.to_ofctl_string(OfVersion::Of13), "actions=drop");
+        let f = FlowEntry {
+            table: Some(255),
+            cookie: u64::MAX,
+            ..FlowEntry::default()
+        };
+        assert_eq!(f.to_ofctl_string(OfVersion::Of13), "actions=drop");
+        assert_eq!(f.table_id(), 0);
     }
 }

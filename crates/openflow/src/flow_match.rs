@@ -340,13 +340,24 @@ impl Match {
     /// decodes an NXM or OXM match (`OFPBMC_BAD_PREREQ`). Bits that several fields share
     /// are accepted if any of those fields' prerequisites holds.
     pub fn check_prerequisites(&self) -> Result<(), crate::Error> {
+        let tables = &*PREREQ_TABLES;
+        // Most matches constrain only fields without prerequisites: one pass over the mask.
+        let mut need = self.mask.masked(&tables.covered);
+        let mut any = false;
+        for (n, a) in need.words.iter_mut().zip(tables.always.words.iter()) {
+            *n &= !a;
+            any |= *n != 0;
+        }
+        if !any {
+            return Ok(());
+        }
         let mut allowed = FlowKey::default();
-        for (fld, storage) in Field::all().iter().zip(STORAGE.iter()) {
-            if fld.prereq == Prereq::None || prereq_ok(&self.value, fld.prereq) {
+        for (p, storage) in &tables.by_prereq {
+            if prereq_ok(&self.value, *p) {
                 allowed.or_with(storage);
             }
         }
-        let mut bad = self.mask.masked(&COVERED);
+        let mut bad = need;
         for (b, a) in bad.words.iter_mut().zip(allowed.words.iter()) {
             *b &= !a;
         }
@@ -416,13 +427,34 @@ static STORAGE: LazyLock<Vec<FlowKey>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Every key bit some registry field may constrain.
-static COVERED: LazyLock<FlowKey> = LazyLock::new(|| {
-    let mut k = FlowKey::default();
-    for s in STORAGE.iter() {
-        k.or_with(s);
+/// Precomputed storage unions for [`Match::check_prerequisites`].
+struct PrereqTables {
+    /// Every key bit some registry field may constrain.
+    covered: FlowKey,
+    /// The bits of fields without a prerequisite (always allowed).
+    always: FlowKey,
+    /// Per prerequisite, the bits of the fields that have it.
+    by_prereq: Vec<(Prereq, FlowKey)>,
+}
+
+static PREREQ_TABLES: LazyLock<PrereqTables> = LazyLock::new(|| {
+    let mut t = PrereqTables {
+        covered: FlowKey::default(),
+        always: FlowKey::default(),
+        by_prereq: Vec::new(),
+    };
+    for (f, s) in Field::all().iter().zip(STORAGE.iter()) {
+        t.covered.or_with(s);
+        if matches!(f.prereq, Prereq::None | Prereq::Ethernet) {
+            t.always.or_with(s);
+            continue;
+        }
+        match t.by_prereq.iter_mut().find(|(p, _)| *p == f.prereq) {
+            Some((_, k)) => k.or_with(s),
+            None => t.by_prereq.push((f.prereq, *s)),
+        }
     }
-    k
+    t
 });
 
 fn is_ip_any(k: &FlowKey) -> bool {
