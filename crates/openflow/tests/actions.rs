@@ -221,7 +221,7 @@ const DIFF_FLOWS: &[&str] = &[
     "actions=exit,ct_clear,group:1",
     "actions=sample(probability=1,collector_set_id=2,obs_domain_id=3,obs_point_id=4,ingress)",
     "ip,actions=ct(),ct(commit,zone=1,table=2,alg=ftp),ct(zone=reg0[0..15]),ct(commit,force,exec(set_field:1->ct_mark,load:2->ct_label[3..9]))",
-    "ip,actions=ct(nat(src=1.2.3.4-1.2.3.9:100-200,persistent,hash)),ct(commit,nat(dst=1.2.3.4:80))",
+    "ip,actions=ct(commit,nat(src=1.2.3.4-1.2.3.9:100-200,persistent,hash)),ct(commit,nat(dst=1.2.3.4:80))",
     "ipv6,actions=ct(commit,nat(dst=[::1]:80)),ct(alg=tftp)",
     "actions=clone(output:1,clone(output:2)),check_pkt_larger(100)->reg0[5]",
     "actions=multipath(symmetric_l3l4+udp,5,modulo_n,3,0,reg1[0..1]),multipath(nw_src,0,hash_threshold,2,3,NXM_NX_REG2[])",

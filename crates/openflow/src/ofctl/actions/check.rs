@@ -285,6 +285,15 @@ fn check_one(
             {
                 return Err(check_error("OFPBAC_MATCH_INCONSISTENT"));
             }
+            // OVS rejects this when decoding: without `commit`, only a bare `nat` may be
+            // nested in `ct`.
+            let nat_has_args = ct
+                .nat
+                .as_ref()
+                .is_some_and(|n| n.kind.is_some() || n.persistent || n.hash || n.random);
+            if !ct.commit && (nat_has_args || !ct.exec.is_empty()) {
+                return Err(check_error("OFPBAC_BAD_ARGUMENT"));
+            }
             if let CtZone::Field(sf) = &ct.zone {
                 // As OVS, a zone from a field ends the check of this action.
                 return check_subfield(sf, flow, false);

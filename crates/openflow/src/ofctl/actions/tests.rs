@@ -629,6 +629,14 @@ fn ct_forms() {
         "\"force\" flag requires \"commit\" flag."
     );
     assert_eq!(
+        err_of("ct(nat(src=10.0.0.1))", &ip),
+        "actions are invalid with specified match (OFPBAC_BAD_ARGUMENT)"
+    );
+    assert_eq!(
+        err_of("ct(exec(set_field:1->ct_mark))", &ip),
+        "actions are invalid with specified match (OFPBAC_BAD_ARGUMENT)"
+    );
+    assert_eq!(
         err_of("set_field:1->ct_mark", &ip),
         "cannot set CT fields outside of ct action"
     );
