@@ -1,0 +1,875 @@
+//! The switch: every bridge of one datapath, with its OpenFlow tables, and the one Rust API
+//! through which configuration changes and flow-table changes (flow_mods) are applied.
+//!
+//! A [`Switch`] owns a validated [`SwitchConfig`] with its [`SwitchLayout`] (port numbers,
+//! VLAN modes, flags) and, per bridge, up to [`N_TABLES`] OpenFlow tables. A table is a
+//! [`Classifier`] of [`OfRule`]s, created when its first rule arrives. Translation
+//! ([`crate::xlate`]) reads the switch through `&self`; changes take `&mut self`.
+//!
+//! # Atomic changes
+//!
+//! Every change is checked completely before anything is applied, and an error leaves the
+//! switch exactly as it was:
+//!
+//! - [`Switch::set_config`] (and [`Switch::vsctl`], [`Switch::mod_port`]) validate the new
+//!   configuration first (a patch port without a peer, a mirror naming a missing port...).
+//! - [`Switch::flow_mods`] applies a list of flow_mods as one bundle: every flow is checked (table
+//!   numbers, `goto_table` targets, prerequisites, `check_overlap`) against the state the earlier
+//!   flow_mods of the list leave, and only then are the tables changed. [`Switch::replace_flows`]
+//!   is `ovs-ofctl replace-flows`: delete everything and add the given flows, as one bundle.
+//!
+//! # OVS semantics kept here
+//!
+//! - A rule is identified by table, match and priority: an add with the same ones replaces the rule
+//!   (fresh counters).
+//! - Modify and delete are *strict* (same match and priority) or *non-strict* (every rule whose
+//!   match is at least as specific as the flow_mod's), optionally restricted by cookie and mask,
+//!   and (delete) by `out_port`. A table of `None` (or 255) means all tables. A non-strict modify
+//!   that matches no rule adds the flow when `modify_may_add` is set (OpenFlow 1.0 and 1.1,
+//!   ovs-ofctl's default).
+//! - Flows may name ports that do not exist (`in_port=9`, `output:9`): OVS accepts both; a packet
+//!   output to a missing port is simply not sent.
+//! - `fail_mode=standalone` adds the flow `priority=0,actions=NORMAL` to table 0 when the bridge is
+//!   created or its fail mode changes, as OVS's connection manager does with no controller
+//!   configured; a fail-mode change flushes every flow first (OVS `connmgr_set_fail_mode`). The
+//!   flow is an ordinary, visible flow: `del-flows` removes it.
+//! - Per-rule packet and byte counters live in the classifier's rule stats; idle and hard timeouts
+//!   are enforced by [`Switch::expire_flows`] on an injected clock.
+//!
+//! # Example
+//! ```
+//! use pipeline::switch::{FlowMod, Switch};
+//! let mut sw = Switch::new();
+//! sw.vsctl("add-br br0 -- add-port br0 p1 -- set Interface p1 ofport_request=1").unwrap();
+//! sw.add_flows_text("br0", &["in_port=1,actions=output:2"], "").unwrap();
+//! assert_eq!(sw.dump_flows("br0").unwrap().len(), 1);
+//! // A bad flow leaves the tables as they were.
+//! assert!(sw.add_flows_text("br0", &["actions=goto_table:0"], "-O OpenFlow13").is_err());
+//! assert_eq!(sw.dump_flows("br0").unwrap().len(), 1);
+//! let _ = FlowMod::add;
+//! ```
+//!
+//! Maturity: experimental.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use classifier::{Batch, Classifier, Rule};
+use openflow::action::Action;
+use openflow::flow::{FlowEntry, FlowFlags};
+use openflow::ofctl::value::{OFPP_MAX, OFPP_NONE};
+use openflow::ofctl::{parse_flow, ParseOptions};
+use openflow::Match;
+use packet::key::FlowKey;
+
+use crate::bridge::{ConfigError, FailMode, PortKind, PortLayout, SwitchConfig, SwitchLayout};
+use crate::mac_learning::MacTable;
+use crate::xlate::Counters;
+
+/// Number of OpenFlow tables per bridge (0..=254; 255 means "all tables" in a request).
+pub const N_TABLES: usize = 255;
+
+/// Errors of switch changes. Each says what failed; the switch is unchanged after any of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SwitchError {
+    /// The configuration does not validate.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The named bridge does not exist.
+    #[error("no bridge named {0}")]
+    NoSuchBridge(String),
+    /// A port named in a command does not exist on the bridge.
+    #[error("bridge {bridge}: no port {port}")]
+    NoSuchPort {
+        /// Bridge.
+        bridge: String,
+        /// Port name or number as given.
+        port: String,
+    },
+    /// A flow's text does not parse (ovs-ofctl's message).
+    #[error("{0}")]
+    Parse(String),
+    /// A flow_mod names a table beyond 254.
+    #[error("table {0} does not exist (tables are 0 to 254) (OFPBRC_BAD_TABLE_ID)")]
+    BadTable(u8),
+    /// A `goto_table` that does not go forward, or beyond the last table.
+    #[error("table {table}: goto_table:{goto} must name a later table no higher than 254 (OFPBIC_BAD_TABLE_ID)")]
+    BadGotoTable {
+        /// The flow's table.
+        table: u8,
+        /// The target.
+        goto: u8,
+    },
+    /// An output to a port number that is neither a valid port nor a reserved port.
+    #[error("output to port {0} is invalid (OFPBAC_BAD_OUT_PORT)")]
+    BadOutPort(u16),
+    /// `check_overlap` found an overlapping flow of the same priority.
+    #[error(
+        "table {table}: flow overlaps an existing flow of priority {priority} (OFPFMFC_OVERLAP)"
+    )]
+    Overlap {
+        /// Table.
+        table: u8,
+        /// Priority.
+        priority: u16,
+    },
+    /// The classifier refused a rule (mask or prerequisites).
+    #[error("flow {index}: {msg}")]
+    Rule {
+        /// Index of the flow_mod in the bundle.
+        index: usize,
+        /// The classifier's message.
+        msg: String,
+    },
+    /// An `ovs-ofctl mod-port` word that is not a port flag.
+    #[error("{0}: unknown port config (expected up, down, flood, noflood, forward, noforward, receive, noreceive, packet-in or nopacket-in)")]
+    BadPortConfig(String),
+}
+
+/// One rule of an OpenFlow table: the flow as added, with its creation time and (for idle
+/// timeouts) last use. Its counters are the classifier rule's [`classifier::RuleStats`].
+#[derive(Debug)]
+pub struct OfRule {
+    /// The flow (match, priority, cookie, timeouts, flags, actions). Its `stats` are unused.
+    pub entry: FlowEntry,
+    /// The table it lives in.
+    pub table: u8,
+    /// When it was added, in milliseconds of the switch clock.
+    pub created_ms: u64,
+    /// When a packet last matched it, in milliseconds of the switch clock.
+    last_used_ms: AtomicU64,
+}
+
+impl OfRule {
+    fn new(entry: FlowEntry, table: u8, now_ms: u64) -> Self {
+        OfRule {
+            entry,
+            table,
+            created_ms: now_ms,
+            last_used_ms: AtomicU64::new(now_ms),
+        }
+    }
+
+    /// Records a use at `now_ms`.
+    pub fn touch(&self, now_ms: u64) {
+        self.last_used_ms.fetch_max(now_ms, Ordering::Relaxed);
+    }
+
+    /// When a packet last matched.
+    pub fn last_used_ms(&self) -> u64 {
+        self.last_used_ms.load(Ordering::Relaxed)
+    }
+}
+
+/// One OpenFlow table.
+pub type OfTable = Classifier<Arc<OfRule>>;
+
+/// One bridge's runtime state: its tables and MAC learning table.
+#[derive(Debug)]
+pub struct Bridge {
+    /// Name.
+    pub name: String,
+    tables: Vec<Option<OfTable>>,
+    /// MAC learning (used by NORMAL).
+    pub mac: MacTable,
+}
+
+impl Bridge {
+    fn new(name: &str, aging: u32, size: u32) -> Self {
+        Bridge {
+            name: name.to_string(),
+            tables: (0..N_TABLES).map(|_| None).collect(),
+            mac: MacTable::new(aging, size),
+        }
+    }
+
+    /// Table `id`, if it has ever held a rule.
+    pub fn table(&self, id: u8) -> Option<&OfTable> {
+        self.tables.get(usize::from(id)).and_then(|t| t.as_ref())
+    }
+
+    fn table_mut(&mut self, id: u8) -> &mut OfTable {
+        let slot = &mut self.tables[usize::from(id)];
+        slot.get_or_insert_with(Classifier::new)
+    }
+
+    /// Every rule with its table, in table order.
+    fn rules(&self) -> Vec<(u8, Arc<Rule<Arc<OfRule>>>)> {
+        let mut out = Vec::new();
+        for (i, t) in self.tables.iter().enumerate() {
+            if let Some(t) = t {
+                let id = u8::try_from(i).unwrap_or(u8::MAX);
+                let snap = t.snapshot();
+                let mut rs: Vec<_> = snap.rules().cloned().collect();
+                rs.sort_by_key(|r| (std::cmp::Reverse(r.priority()), r.seq()));
+                out.extend(rs.into_iter().map(|r| (id, r)));
+            }
+        }
+        out
+    }
+}
+
+/// What a flow_mod does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowModCommand {
+    /// Add (or replace a rule with the same table, match and priority).
+    Add,
+    /// Change the actions of matching rules.
+    Modify {
+        /// Only the rule with the same match and priority.
+        strict: bool,
+    },
+    /// Remove matching rules.
+    Delete {
+        /// Only the rule with the same match and priority.
+        strict: bool,
+    },
+}
+
+/// One flow-table change (OpenFlow `flow_mod`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowMod {
+    /// What to do.
+    pub command: FlowModCommand,
+    /// The flow: match, priority, table (`None` = 0 for add, all for modify/delete),
+    /// cookie and cookie mask, `out_port`, flags and actions.
+    pub entry: FlowEntry,
+    /// A modify that matches nothing adds the flow (OpenFlow 1.0/1.1 semantics).
+    pub modify_may_add: bool,
+}
+
+impl FlowMod {
+    /// An add.
+    pub fn add(entry: FlowEntry) -> Self {
+        FlowMod {
+            command: FlowModCommand::Add,
+            entry,
+            modify_may_add: false,
+        }
+    }
+
+    /// A modify.
+    pub fn modify(entry: FlowEntry, strict: bool) -> Self {
+        FlowMod {
+            command: FlowModCommand::Modify { strict },
+            entry,
+            modify_may_add: true,
+        }
+    }
+
+    /// A delete.
+    pub fn delete(entry: FlowEntry, strict: bool) -> Self {
+        FlowMod {
+            command: FlowModCommand::Delete { strict },
+            entry,
+            modify_may_add: false,
+        }
+    }
+}
+
+/// What a bundle of flow_mods did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlowModOutcome {
+    /// Rules added (including replacements).
+    pub n_added: usize,
+    /// Rules whose actions changed.
+    pub n_modified: usize,
+    /// Rules removed.
+    pub n_deleted: usize,
+}
+
+/// One rule as `dump-flows` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpedFlow {
+    /// The flow, with `table` set and `stats` filled in from the counters.
+    pub entry: FlowEntry,
+}
+
+/// The working copy of one table during a bundle: rule identity → rule.
+#[derive(Clone)]
+struct Draft {
+    /// `(priority, match)` → (entry, existing classifier rule if unchanged so far).
+    rules: Vec<DraftRule>,
+}
+
+#[derive(Clone)]
+struct DraftRule {
+    entry: FlowEntry,
+    /// The live rule this one still is (same identity, payload unchanged), if any.
+    live: Option<Arc<Rule<Arc<OfRule>>>>,
+    /// Keep the live rule's counters when its payload changes.
+    keep_counts: bool,
+}
+
+/// Every bridge of one datapath.
+#[derive(Debug)]
+pub struct Switch {
+    config: SwitchConfig,
+    layout: SwitchLayout,
+    bridges: BTreeMap<String, Bridge>,
+    /// Drop and miss counters of translation.
+    pub counters: Counters,
+    now_ms: u64,
+}
+
+impl Default for Switch {
+    fn default() -> Self {
+        Switch::new()
+    }
+}
+
+impl Switch {
+    /// A switch without bridges.
+    pub fn new() -> Self {
+        Switch {
+            config: SwitchConfig::default(),
+            layout: SwitchLayout::default(),
+            bridges: BTreeMap::new(),
+            counters: Counters::default(),
+            now_ms: 0,
+        }
+    }
+
+    /// A switch built from `config` (validated first).
+    pub fn from_config(config: SwitchConfig) -> Result<Self, SwitchError> {
+        let mut sw = Switch::new();
+        sw.set_config(config)?;
+        Ok(sw)
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &SwitchConfig {
+        &self.config
+    }
+
+    /// The validated layout (port numbers, modes, flags).
+    pub fn layout(&self) -> &SwitchLayout {
+        &self.layout
+    }
+
+    /// The switch clock in milliseconds (injected; see [`Switch::set_time`]).
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
+    /// Sets the switch clock (used for rule creation and use times).
+    pub fn set_time(&mut self, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
+    }
+
+    /// A bridge's runtime state.
+    pub fn bridge(&self, name: &str) -> Option<&Bridge> {
+        self.bridges.get(name)
+    }
+
+    /// A bridge's runtime state, mutable (MAC table edits).
+    pub fn bridge_mut(&mut self, name: &str) -> Option<&mut Bridge> {
+        self.bridges.get_mut(name)
+    }
+
+    /// The ports of bridge `name` (its own `LOCAL` port first).
+    pub fn ports(&self, bridge: &str) -> Option<&[PortLayout]> {
+        self.layout.bridges.get(bridge).map(|v| v.as_slice())
+    }
+
+    /// A port by bridge and OpenFlow number.
+    pub fn port_by_ofport(&self, bridge: &str, ofport: u16) -> Option<&PortLayout> {
+        self.ports(bridge)?.iter().find(|p| p.ofport == ofport)
+    }
+
+    /// Port names of a bridge for flow parsing (`in_port=p1`, `output:p1`).
+    pub fn port_names(&self, bridge: &str) -> Vec<(String, u16)> {
+        self.ports(bridge)
+            .map(|ps| ps.iter().map(|p| (p.name.clone(), p.ofport)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Replaces the configuration after validating it. Bridges that stay keep their tables
+    /// (a fail-mode change flushes them, as OVS); new bridges start empty (plus the NORMAL
+    /// flow when standalone); removed bridges disappear. On error nothing changes.
+    pub fn set_config(&mut self, config: SwitchConfig) -> Result<(), SwitchError> {
+        let layout = config.validate()?;
+        let mut bridges = std::mem::take(&mut self.bridges);
+        let mut next = BTreeMap::new();
+        for b in &config.bridges {
+            let old_mode = self
+                .config
+                .bridges
+                .iter()
+                .find(|o| o.name == b.name)
+                .map(|o| o.fail_mode);
+            let mut br = match bridges.remove(&b.name) {
+                Some(br) if old_mode == Some(b.fail_mode) => br,
+                _ => Bridge::new(&b.name, b.mac_aging_secs, b.mac_table_size),
+            };
+            if old_mode != Some(b.fail_mode) && b.fail_mode == FailMode::Standalone {
+                let normal = FlowEntry {
+                    priority: 0,
+                    actions: vec![Action::Output {
+                        port: OFPP_NORMAL,
+                        max_len: 0,
+                    }],
+                    ..FlowEntry::default()
+                };
+                let rule = Arc::new(OfRule::new(normal.clone(), 0, self.now_ms));
+                br.table_mut(0)
+                    .insert(normal.flow_match, 0, 0, rule)
+                    .map_err(|e| SwitchError::Rule {
+                        index: 0,
+                        msg: e.to_string(),
+                    })?;
+            }
+            next.insert(b.name.clone(), br);
+        }
+        self.bridges = next;
+        self.config = config;
+        self.layout = layout;
+        Ok(())
+    }
+
+    /// Applies `ovs-vsctl` commands (see [`crate::vsctl`]) atomically.
+    pub fn vsctl(&mut self, args: &str) -> Result<(), SwitchError> {
+        let cfg = crate::vsctl::apply(&self.config, args)?;
+        self.set_config(cfg)
+    }
+
+    /// `ovs-ofctl mod-port BRIDGE PORT WORD...`: PORT is a name or an OpenFlow number; each
+    /// word sets or clears a flag (`noforward`, `flood`, `noreceive`, `down`...).
+    pub fn mod_port(
+        &mut self,
+        bridge: &str,
+        port: &str,
+        words: &[&str],
+    ) -> Result<(), SwitchError> {
+        let name = self
+            .ports(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?
+            .iter()
+            .find(|p| p.name == port || p.ofport.to_string() == port)
+            .map(|p| p.name.clone())
+            .ok_or_else(|| SwitchError::NoSuchPort {
+                bridge: bridge.to_string(),
+                port: port.to_string(),
+            })?;
+        let mut cfg = self.config.clone();
+        if name == bridge {
+            // The bridge's own port has no PortConfig; OVS accepts flags on it but they do not
+            // change forwarding here.
+            return Ok(());
+        }
+        let p = cfg.port_mut(&name)?;
+        for w in words {
+            let f = &mut p.flags;
+            match w.to_ascii_lowercase().as_str() {
+                "up" => f.down = false,
+                "down" => f.down = true,
+                "flood" => f.no_flood = false,
+                "noflood" | "no-flood" => f.no_flood = true,
+                "forward" => f.no_forward = false,
+                "noforward" | "no-forward" => f.no_forward = true,
+                "receive" => f.no_receive = false,
+                "noreceive" | "no-receive" => f.no_receive = true,
+                "packet-in" => f.no_packet_in = false,
+                "nopacket-in" | "no-packet-in" => f.no_packet_in = true,
+                _ => return Err(SwitchError::BadPortConfig((*w).to_string())),
+            }
+        }
+        self.set_config(cfg)
+    }
+
+    /// Parses flows in ovs-ofctl syntax with `ofctl_options` (`-O OpenFlow13`...) and this
+    /// bridge's port names, for `command`.
+    pub fn parse_flows(
+        &self,
+        bridge: &str,
+        flows: &[&str],
+        ofctl_options: &str,
+        command: openflow::ofctl::flow::FlowCommand,
+    ) -> Result<Vec<FlowEntry>, SwitchError> {
+        let mut opts = ParseOptions::from_ofctl_options(ofctl_options)
+            .map_err(|e| SwitchError::Parse(e.to_string()))?;
+        opts.command = command;
+        opts.port_names = self.port_names(bridge);
+        flows
+            .iter()
+            .map(|f| {
+                parse_flow(f, &opts)
+                    .map(|p| p.flow)
+                    .map_err(|e| SwitchError::Parse(format!("{f}: {e}")))
+            })
+            .collect()
+    }
+
+    /// `ovs-ofctl add-flows`: parses and adds `flows` as one bundle.
+    pub fn add_flows_text(
+        &mut self,
+        bridge: &str,
+        flows: &[&str],
+        ofctl_options: &str,
+    ) -> Result<FlowModOutcome, SwitchError> {
+        let entries = self.parse_flows(
+            bridge,
+            flows,
+            ofctl_options,
+            openflow::ofctl::flow::FlowCommand::Add,
+        )?;
+        self.flow_mods(bridge, entries.into_iter().map(FlowMod::add).collect())
+    }
+
+    /// `ovs-ofctl del-flows BRIDGE [MATCH]` (non-strict).
+    pub fn del_flows_text(
+        &mut self,
+        bridge: &str,
+        flow: &str,
+    ) -> Result<FlowModOutcome, SwitchError> {
+        let entries = self.parse_flows(
+            bridge,
+            &[flow],
+            "",
+            openflow::ofctl::flow::FlowCommand::Delete,
+        )?;
+        self.flow_mods(
+            bridge,
+            entries
+                .into_iter()
+                .map(|e| FlowMod::delete(e, false))
+                .collect(),
+        )
+    }
+
+    /// `ovs-ofctl replace-flows`: the bridge's tables hold exactly `flows` afterwards (one
+    /// bundle: on error nothing changes).
+    pub fn replace_flows(
+        &mut self,
+        bridge: &str,
+        flows: Vec<FlowEntry>,
+    ) -> Result<FlowModOutcome, SwitchError> {
+        let mut mods = vec![FlowMod::delete(FlowEntry::default(), false)];
+        mods.extend(flows.into_iter().map(FlowMod::add));
+        self.flow_mods(bridge, mods)
+    }
+
+    /// Every rule of a bridge with its counters, by table then priority.
+    pub fn dump_flows(&self, bridge: &str) -> Result<Vec<DumpedFlow>, SwitchError> {
+        let br = self
+            .bridges
+            .get(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        Ok(br
+            .rules()
+            .into_iter()
+            .map(|(t, r)| {
+                let mut entry = r.payload().entry.clone();
+                entry.table = Some(t);
+                entry.stats.n_packets = r.stats().n_packets();
+                entry.stats.n_bytes = r.stats().n_bytes();
+                entry.stats.duration_ms = self.now_ms.saturating_sub(r.payload().created_ms);
+                DumpedFlow { entry }
+            })
+            .collect())
+    }
+
+    /// Removes rules whose idle or hard timeout has passed at `now_ms`; returns them.
+    pub fn expire_flows(&mut self, now_ms: u64) -> Vec<FlowEntry> {
+        self.set_time(now_ms);
+        let mut expired = Vec::new();
+        for br in self.bridges.values_mut() {
+            for (t, r) in br.rules() {
+                let p = r.payload();
+                let hard = p.entry.hard_timeout != 0
+                    && now_ms >= p.created_ms + 1000 * u64::from(p.entry.hard_timeout);
+                let idle = p.entry.idle_timeout != 0
+                    && now_ms >= p.last_used_ms() + 1000 * u64::from(p.entry.idle_timeout);
+                if hard || idle {
+                    // The rule exists (just read from the table), so removal cannot fail.
+                    if br.table_mut(t).remove(r.match_(), r.priority()).is_ok() {
+                        expired.push(p.entry.clone());
+                    }
+                }
+            }
+        }
+        expired
+    }
+
+    /// Applies `mods` to `bridge` as one bundle: all of them or (on error) none.
+    pub fn flow_mods(
+        &mut self,
+        bridge: &str,
+        mods: Vec<FlowMod>,
+    ) -> Result<FlowModOutcome, SwitchError> {
+        let br = self
+            .bridges
+            .get(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        // Drafts of every table, built lazily from the live rules.
+        let mut drafts: BTreeMap<u8, Draft> = BTreeMap::new();
+        let live = br.rules();
+        let draft = |drafts: &mut BTreeMap<u8, Draft>, t: u8| {
+            drafts.entry(t).or_insert_with(|| Draft {
+                rules: live
+                    .iter()
+                    .filter(|(lt, _)| *lt == t)
+                    .map(|(_, r)| DraftRule {
+                        entry: r.payload().entry.clone(),
+                        live: Some(r.clone()),
+                        keep_counts: true,
+                    })
+                    .collect(),
+            });
+        };
+        let mut out = FlowModOutcome::default();
+        for (index, fm) in mods.iter().enumerate() {
+            let e = &fm.entry;
+            check_flow(e, index)?;
+            let tables: Vec<u8> = match (fm.command, e.table) {
+                (FlowModCommand::Add, Some(t)) if usize::from(t) >= N_TABLES => {
+                    return Err(SwitchError::BadTable(t))
+                }
+                (FlowModCommand::Add, _) => vec![e.table_id()],
+                (_, Some(t)) if usize::from(t) < N_TABLES => vec![t],
+                _ => (0..=254u8).collect(),
+            };
+            match fm.command {
+                FlowModCommand::Add => {
+                    let t = tables[0];
+                    check_gotos(&e.actions, t)?;
+                    draft(&mut drafts, t);
+                    let d = drafts.get_mut(&t).expect("draft just created");
+                    if e.flags.contains(FlowFlags::CHECK_OVERLAP)
+                        && d.rules.iter().any(|r| {
+                            r.entry.priority == e.priority
+                                && overlaps(&r.entry.flow_match, &e.flow_match)
+                                && r.entry.flow_match != e.flow_match
+                        })
+                    {
+                        return Err(SwitchError::Overlap {
+                            table: t,
+                            priority: e.priority,
+                        });
+                    }
+                    let mut ne = e.clone();
+                    ne.table = Some(t);
+                    ne.cookie_mask = 0;
+                    ne.out_port = OFPP_NONE;
+                    d.rules.retain(|r| {
+                        !(r.entry.priority == e.priority && r.entry.flow_match == e.flow_match)
+                    });
+                    d.rules.push(DraftRule {
+                        entry: ne,
+                        live: None,
+                        keep_counts: false,
+                    });
+                    out.n_added += 1;
+                }
+                FlowModCommand::Modify { strict } => {
+                    let mut n = 0;
+                    for &t in &tables {
+                        if br.table(t).is_none() && !drafts.contains_key(&t) {
+                            continue;
+                        }
+                        draft(&mut drafts, t);
+                        let d = drafts.get_mut(&t).expect("draft just created");
+                        for r in d.rules.iter_mut() {
+                            if selects(fm, strict, &r.entry) {
+                                check_gotos(&e.actions, t)?;
+                                r.entry.actions = e.actions.clone();
+                                if e.cookie_mask == 0 && e.cookie != u64::MAX && e.cookie != 0 {
+                                    r.entry.cookie = e.cookie;
+                                }
+                                r.keep_counts = !e.flags.contains(FlowFlags::RESET_COUNTS);
+                                r.live = None;
+                                n += 1;
+                            }
+                        }
+                    }
+                    out.n_modified += n;
+                    if n == 0 && fm.modify_may_add {
+                        let t = e.table_id();
+                        check_gotos(&e.actions, t)?;
+                        draft(&mut drafts, t);
+                        let d = drafts.get_mut(&t).expect("draft just created");
+                        let mut ne = e.clone();
+                        ne.table = Some(t);
+                        ne.cookie_mask = 0;
+                        ne.out_port = OFPP_NONE;
+                        d.rules.push(DraftRule {
+                            entry: ne,
+                            live: None,
+                            keep_counts: false,
+                        });
+                        out.n_added += 1;
+                    }
+                }
+                FlowModCommand::Delete { strict } => {
+                    for &t in &tables {
+                        if br.table(t).is_none() && !drafts.contains_key(&t) {
+                            continue;
+                        }
+                        draft(&mut drafts, t);
+                        let d = drafts.get_mut(&t).expect("draft just created");
+                        let before = d.rules.len();
+                        d.rules.retain(|r| !selects(fm, strict, &r.entry));
+                        out.n_deleted += before - d.rules.len();
+                    }
+                }
+            }
+        }
+        // Check every new rule as the classifier will, so that the commits below cannot fail.
+        for d in drafts.values() {
+            for r in d.rules.iter().filter(|r| r.live.is_none()) {
+                validate_match(&r.entry.flow_match)
+                    .map_err(|msg| SwitchError::Rule { index: 0, msg })?;
+            }
+        }
+        // Apply: per table, remove what went away or changed, insert what is new or changed.
+        let now = self.now_ms;
+        let br = self
+            .bridges
+            .get_mut(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        for (t, d) in drafts {
+            let old: Vec<_> = live
+                .iter()
+                .filter(|(lt, _)| *lt == t)
+                .map(|(_, r)| r.clone())
+                .collect();
+            let mut batch = Batch::new();
+            let kept: Vec<&Arc<Rule<Arc<OfRule>>>> =
+                d.rules.iter().filter_map(|r| r.live.as_ref()).collect();
+            for r in &old {
+                let still = kept.iter().any(|k| Arc::ptr_eq(k, r));
+                let changed = d.rules.iter().any(|n| {
+                    n.live.is_none()
+                        && n.keep_counts
+                        && n.entry.priority == r.payload().entry.priority
+                        && n.entry.flow_match == r.payload().entry.flow_match
+                });
+                if !still && !changed {
+                    batch.remove(r.match_(), r.priority());
+                }
+            }
+            for n in d.rules.iter().filter(|n| n.live.is_none()) {
+                let existed = old.iter().any(|r| {
+                    r.payload().entry.priority == n.entry.priority
+                        && r.payload().entry.flow_match == n.entry.flow_match
+                });
+                let rule = Arc::new(OfRule::new(n.entry.clone(), t, now));
+                if existed && n.keep_counts {
+                    batch.modify(n.entry.flow_match, u32::from(n.entry.priority), rule);
+                } else {
+                    batch.insert(
+                        n.entry.flow_match,
+                        u32::from(n.entry.priority),
+                        n.entry.cookie,
+                        rule,
+                    );
+                }
+            }
+            if !batch.is_empty() {
+                br.table_mut(t)
+                    .commit(batch)
+                    .map_err(|e| SwitchError::Rule {
+                        index: 0,
+                        msg: e.to_string(),
+                    })?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The OpenFlow `NORMAL` port.
+pub const OFPP_NORMAL: u16 = 0xfffa;
+/// The OpenFlow `FLOOD` port.
+pub const OFPP_FLOOD: u16 = 0xfffb;
+/// The OpenFlow `ALL` port.
+pub const OFPP_ALL: u16 = 0xfffc;
+/// The OpenFlow `TABLE` port.
+pub const OFPP_TABLE: u16 = 0xfff9;
+/// `OFPP_UNSET`: no output in the action set.
+pub const OFPP_UNSET: u16 = 0xfff7;
+
+/// Checks what a flow's actions may name: output ports.
+fn check_flow(e: &FlowEntry, _index: usize) -> Result<(), SwitchError> {
+    fn walk(acts: &[Action]) -> Result<(), SwitchError> {
+        for a in acts {
+            match a {
+                // OVS `ofpact_check_output_port`: a port below OFPP_MAX or a reserved port.
+                Action::Output { port, .. } | Action::Enqueue { port, .. }
+                    if *port >= OFPP_MAX && !(0xfff8..=0xfffe).contains(port) =>
+                {
+                    return Err(SwitchError::BadOutPort(*port));
+                }
+                Action::WriteActions(inner) | Action::Clone(inner) => walk(inner)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    walk(&e.actions)
+}
+
+fn check_gotos(acts: &[Action], table: u8) -> Result<(), SwitchError> {
+    for a in acts {
+        if let Action::GotoTable { table: goto } = a {
+            if *goto <= table || usize::from(*goto) >= N_TABLES {
+                return Err(SwitchError::BadGotoTable { table, goto: *goto });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The classifier's own checks (mask bits, prerequisites), done before any commit.
+fn validate_match(m: &Match) -> Result<(), String> {
+    let valid = FlowKey::valid_bits();
+    if !m.mask().is_subset_of(&valid) {
+        return Err("mask sets bits that belong to no field".to_string());
+    }
+    m.check_prerequisites().map_err(|e| e.to_string())
+}
+
+/// True if some packet matches both.
+fn overlaps(a: &Match, b: &Match) -> bool {
+    let both = a.mask().masked(b.mask());
+    a.value().masked(&both) == b.value().masked(&both)
+}
+
+/// True if flow_mod `fm` selects rule `r` (OVS `rule_criteria`).
+fn selects(fm: &FlowMod, strict: bool, r: &FlowEntry) -> bool {
+    let e = &fm.entry;
+    if e.cookie_mask != 0 && (r.cookie & e.cookie_mask) != (e.cookie & e.cookie_mask) {
+        return false;
+    }
+    if e.out_port != OFPP_NONE && !outputs_to(&r.actions, e.out_port) {
+        return false;
+    }
+    if strict {
+        return r.priority == e.priority && r.flow_match == e.flow_match;
+    }
+    // Non-strict: the rule is at least as specific as the flow_mod's match.
+    e.flow_match.mask().is_subset_of(r.flow_match.mask())
+        && r.flow_match.value().masked(e.flow_match.mask()) == *e.flow_match.value()
+}
+
+/// True if the actions (apply or write) output to `port` (OVS `ofpacts_output_to_port`).
+fn outputs_to(acts: &[Action], port: u16) -> bool {
+    acts.iter().any(|a| match a {
+        Action::Output { port: p, .. } | Action::Enqueue { port: p, .. } => *p == port,
+        Action::OutputTrunc { port: p, .. } => *p == port,
+        Action::Controller(_) => port == openflow::ofctl::value::OFPP_CONTROLLER,
+        Action::WriteActions(inner) | Action::Clone(inner) => outputs_to(inner, port),
+        _ => false,
+    })
+}
+
+/// The port a flow reaches through `kind`, for patch ports.
+pub(crate) fn patch_peer(layout: &SwitchLayout, port: &PortLayout) -> Option<(String, u16)> {
+    match &port.kind {
+        PortKind::Patch { peer: Some(peer) } => layout
+            .port_by_name(peer)
+            .map(|p| (p.bridge.clone(), p.ofport)),
+        _ => None,
+    }
+}

@@ -1,0 +1,241 @@
+//! Committing the packet's pending changes as datapath actions (OVS `commit_odp_actions`).
+//!
+//! Translation edits a copy of the packet's key (`flow`) freely; `base` is what the packet in
+//! the datapath looks like after the actions emitted so far. Before every output (and
+//! before anything else that sends the packet somewhere), [`commit`] compares the two and
+//! emits, in OVS's order, `set(eth(..))`, `set(ipv4(..))`/`set(ipv6(..))`,
+//! `set(tcp|udp|sctp(..))`, then the VLAN changes, and makes `base` equal to `flow`. A `set`
+//! carries only the fields that differ; VLAN changes pop every tag of `base` above the
+//! deepest tags the two share, then push the tags of `flow` (so a modified tag is
+//! `pop_vlan,push_vlan(..)`).
+//!
+//! Wildcards: a field that is written in the datapath is exact in the megaflow (its new value
+//! may depend on the packet's old bits), and a popped tag is exact.
+
+use packet::key::{fields, FlowKey, KeyField};
+
+use crate::odp::{DpAction, SetField, VLAN_CFI};
+
+const ETH_TYPE_IP: u16 = 0x0800;
+const ETH_TYPE_IPV6: u16 = 0x86dd;
+
+fn exact(wc: &mut FlowKey, f: KeyField) {
+    wc.set(f, u128::MAX);
+}
+
+/// The VLAN tags of `k`, outermost first: `(tpid, tci)`.
+pub(crate) fn vlan_tags(k: &FlowKey) -> Vec<(u16, u16)> {
+    let mut tags = Vec::with_capacity(2);
+    if k.vlan_tci() & VLAN_CFI != 0 {
+        tags.push((k.vlan_tpid(), k.vlan_tci()));
+        if k.vlan_tci1() & VLAN_CFI != 0 {
+            tags.push((k.vlan_tpid1(), k.vlan_tci1()));
+        }
+    }
+    tags
+}
+
+/// Emits the datapath actions that turn `base` into `flow` (see the module documentation).
+pub(crate) fn commit(
+    flow: &FlowKey,
+    base: &mut FlowKey,
+    wc: &mut FlowKey,
+    out: &mut Vec<DpAction>,
+) {
+    // Ethernet addresses.
+    let mut eth = Vec::new();
+    if flow.dl_src() != base.dl_src() {
+        eth.push(SetField::EthSrc(flow.dl_src()));
+        exact(wc, fields::DL_SRC);
+    }
+    if flow.dl_dst() != base.dl_dst() {
+        eth.push(SetField::EthDst(flow.dl_dst()));
+        exact(wc, fields::DL_DST);
+    }
+    if !eth.is_empty() {
+        out.push(DpAction::Set(eth));
+        base.set_dl_src(flow.dl_src());
+        base.set_dl_dst(flow.dl_dst());
+    }
+
+    // L3: only for packets that really have an IP header (OVS checks `nw_proto`).
+    if flow.nw_proto() != 0 {
+        let mut l3 = Vec::new();
+        match base.dl_type() {
+            ETH_TYPE_IP => {
+                if flow.nw_src() != base.nw_src() {
+                    l3.push(SetField::Ipv4Src(flow.nw_src()));
+                    exact(wc, fields::NW_SRC);
+                }
+                if flow.nw_dst() != base.nw_dst() {
+                    l3.push(SetField::Ipv4Dst(flow.nw_dst()));
+                    exact(wc, fields::NW_DST);
+                }
+                if flow.nw_tos() != base.nw_tos() {
+                    l3.push(SetField::Ipv4Tos(flow.nw_tos()));
+                    exact(wc, fields::NW_TOS);
+                }
+                if flow.nw_ttl() != base.nw_ttl() {
+                    l3.push(SetField::Ipv4Ttl(flow.nw_ttl()));
+                    exact(wc, fields::NW_TTL);
+                }
+            }
+            ETH_TYPE_IPV6 => {
+                if flow.ipv6_src() != base.ipv6_src() {
+                    l3.push(SetField::Ipv6Src(flow.ipv6_src()));
+                    exact(wc, fields::IPV6_SRC);
+                }
+                if flow.ipv6_dst() != base.ipv6_dst() {
+                    l3.push(SetField::Ipv6Dst(flow.ipv6_dst()));
+                    exact(wc, fields::IPV6_DST);
+                }
+                if flow.ipv6_label() != base.ipv6_label() {
+                    l3.push(SetField::Ipv6Label(flow.ipv6_label()));
+                    exact(wc, fields::IPV6_LABEL);
+                }
+                if flow.nw_tos() != base.nw_tos() {
+                    l3.push(SetField::Ipv6Tclass(flow.nw_tos()));
+                    exact(wc, fields::NW_TOS);
+                }
+                if flow.nw_ttl() != base.nw_ttl() {
+                    l3.push(SetField::Ipv6Hlimit(flow.nw_ttl()));
+                    exact(wc, fields::NW_TTL);
+                }
+            }
+            _ => {}
+        }
+        if !l3.is_empty() {
+            exact(wc, fields::NW_PROTO);
+            out.push(DpAction::Set(l3));
+            for f in [
+                fields::NW_SRC,
+                fields::NW_DST,
+                fields::IPV6_SRC,
+                fields::IPV6_DST,
+                fields::IPV6_LABEL,
+                fields::NW_TOS,
+                fields::NW_TTL,
+            ] {
+                base.set(f, flow.get(f));
+            }
+        }
+
+        // L4 ports.
+        if matches!(base.dl_type(), ETH_TYPE_IP | ETH_TYPE_IPV6) {
+            type Mk = fn(u16) -> SetField;
+            let mk: Option<(Mk, Mk)> = match flow.nw_proto() {
+                6 => Some((SetField::TcpSrc, SetField::TcpDst)),
+                17 => Some((SetField::UdpSrc, SetField::UdpDst)),
+                132 => Some((SetField::SctpSrc, SetField::SctpDst)),
+                _ => None,
+            };
+            if let Some((src, dst)) = mk {
+                let mut l4 = Vec::new();
+                if flow.tp_src() != base.tp_src() {
+                    l4.push(src(flow.tp_src()));
+                    exact(wc, fields::TP_SRC);
+                }
+                if flow.tp_dst() != base.tp_dst() {
+                    l4.push(dst(flow.tp_dst()));
+                    exact(wc, fields::TP_DST);
+                }
+                if !l4.is_empty() {
+                    exact(wc, fields::NW_PROTO);
+                    out.push(DpAction::Set(l4));
+                    base.set_tp_src(flow.tp_src());
+                    base.set_tp_dst(flow.tp_dst());
+                }
+            }
+        }
+    }
+
+    commit_vlan(flow, base, wc, out);
+}
+
+/// OVS `commit_vlan_action`: pop the tags of `base` that are not shared (from the inside)
+/// with `flow`, push those of `flow`.
+fn commit_vlan(flow: &FlowKey, base: &mut FlowKey, wc: &mut FlowKey, out: &mut Vec<DpAction>) {
+    let b = vlan_tags(base);
+    let f = vlan_tags(flow);
+    let (mut bn, mut fn_) = (b.len(), f.len());
+    while bn > 0 && fn_ > 0 && b[bn - 1] == f[fn_ - 1] {
+        bn -= 1;
+        fn_ -= 1;
+    }
+    for i in (0..bn).rev() {
+        out.push(DpAction::PopVlan);
+        let (tpid, tci) = if i == 0 {
+            (fields::VLAN_TPID, fields::VLAN_TCI)
+        } else {
+            (fields::VLAN_TPID1, fields::VLAN_TCI1)
+        };
+        exact(wc, tpid);
+        exact(wc, tci);
+    }
+    for i in (0..fn_).rev() {
+        let (tpid, tci) = f[i];
+        out.push(DpAction::PushVlan {
+            tpid: if tpid == 0 { 0x8100 } else { tpid },
+            tci,
+        });
+    }
+    for kf in [
+        fields::VLAN_TPID,
+        fields::VLAN_TCI,
+        fields::VLAN_TPID1,
+        fields::VLAN_TCI1,
+    ] {
+        base.set(kf, flow.get(kf));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::odp::format_actions;
+
+    fn tagged(vid: u16) -> FlowKey {
+        let mut k = FlowKey::default();
+        k.set_dl_type(0x1234);
+        k.set_vlan_tpid(0x8100);
+        k.set_vlan_tci(VLAN_CFI | vid);
+        k
+    }
+
+    #[test]
+    fn commit_modified_tag_is_pop_then_push() {
+        let mut base = tagged(3);
+        let flow = tagged(4);
+        let (mut wc, mut out) = (FlowKey::default(), Vec::new());
+        commit(&flow, &mut base, &mut wc, &mut out);
+        assert_eq!(format_actions(&out), "pop_vlan,push_vlan(vid=4,pcp=0)");
+        assert_eq!(base, flow);
+        assert_eq!(wc.vlan_tci(), 0xffff);
+        // Nothing left to commit.
+        out.clear();
+        commit(&flow, &mut base, &mut wc, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn commit_sets_only_changed_fields_in_ovs_order() {
+        let mut base = FlowKey::default();
+        base.set_dl_type(ETH_TYPE_IP);
+        base.set_nw_proto(6);
+        base.set_nw_ttl(64);
+        let mut flow = base;
+        flow.set_nw_ttl(63);
+        flow.set_tp_src(91);
+        flow.set_dl_src(2);
+        flow.set_vlan_tpid(0x8100);
+        flow.set_vlan_tci(VLAN_CFI | 7);
+        let (mut wc, mut out) = (FlowKey::default(), Vec::new());
+        commit(&flow, &mut base, &mut wc, &mut out);
+        assert_eq!(
+            format_actions(&out),
+            "set(eth(src=00:00:00:00:00:02)),set(ipv4(ttl=63)),set(tcp(src=91)),push_vlan(vid=7,pcp=0)"
+        );
+        assert_eq!(wc.nw_ttl(), 0xff);
+        assert_eq!(wc.nw_dst(), 0);
+    }
+}
