@@ -50,6 +50,9 @@ pub struct RuleSet<T> {
     /// Non-empty subtables as (highest priority, index), highest first.
     order: Vec<(u32, u32)>,
     tries: Vec<Trie>,
+    /// Trie changes of the current batch as (trie, prefix, length, +1/-1), applied sorted by
+    /// [`RuleSet::finish_batch`] so that consecutive walks share their upper path in cache.
+    trie_pending: Vec<(u8, u128, u8, i8)>,
     prefixes: Arc<[PrefixField]>,
     seed: u64,
     n_rules: usize,
@@ -63,6 +66,7 @@ impl<T> RuleSet<T> {
             by_mask: HashMap::default(),
             order: Vec::new(),
             tries: prefixes.iter().map(|_| Trie::default()).collect(),
+            trie_pending: Vec::new(),
             prefixes,
             seed,
             n_rules: 0,
@@ -206,6 +210,7 @@ impl<T> RuleSet<T> {
 
     /// Re-sorts the subtables by highest priority after a batch of primitives.
     pub(crate) fn finish_batch(&mut self) {
+        self.apply_trie_pending();
         self.order.clear();
         for (i, st) in self.subtables.iter().enumerate() {
             if let Some(st) = st {
@@ -250,12 +255,42 @@ impl<T> RuleSet<T> {
             }
             let bits =
                 (value.get(pf.field) << (128 - u32::from(pf.field.width))) & prefix_mask(plen);
-            if add {
-                self.tries[t].insert(bits, plen);
-            } else {
-                let found = self.tries[t].remove(bits, plen);
-                debug_assert!(found, "trie out of sync");
+            let t = u8::try_from(t).expect("at most MAX_PREFIXES tries");
+            self.trie_pending
+                .push((t, bits, plen, if add { 1 } else { -1 }));
+        }
+    }
+
+    /// Applies the batch's trie changes in prefix order, netting out changes that cancel.
+    fn apply_trie_pending(&mut self) {
+        let mut pending = std::mem::take(&mut self.trie_pending);
+        pending.sort_unstable_by_key(|(t, bits, len, _)| (*t, *bits, *len));
+        let mut i = 0;
+        while i < pending.len() {
+            let (t, bits, len, _) = pending[i];
+            let mut net = 0i64;
+            while i < pending.len()
+                && pending[i].0 == t
+                && pending[i].1 == bits
+                && pending[i].2 == len
+            {
+                net += i64::from(pending[i].3);
+                i += 1;
             }
+            let trie = &mut self.tries[usize::from(t)];
+            for _ in 0..net.unsigned_abs() {
+                if net > 0 {
+                    trie.insert(bits, len);
+                } else {
+                    let found = trie.remove(bits, len);
+                    debug_assert!(found, "trie out of sync");
+                }
+            }
+        }
+        pending.clear();
+        self.trie_pending = pending;
+        for t in &mut self.tries {
+            t.maybe_relayout();
         }
     }
 
