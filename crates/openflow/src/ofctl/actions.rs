@@ -26,6 +26,7 @@ mod check;
 mod learn;
 mod parse;
 pub mod print;
+mod verify;
 
 use crate::action::{Action, OfVersion};
 use crate::field::Protocols;
