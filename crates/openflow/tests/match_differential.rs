@@ -2,12 +2,17 @@
 //! matches must give the same usable protocols, the same printed flow (IPv6 compared by
 //! value) or the same error. Needs ovs-ofctl on the PATH:
 //! `cargo test -p openflow --test match_differential -- --ignored --nocapture`.
+//!
+//! `testdata/ofctl-match-differential.jsonl` keeps a sample of ovs-ofctl 3.1's answers
+//! (recorded with `FERROVS_RECORD=path` and the ignored `record_ovs_answers`), replayed
+//! without ovs-ofctl by `recorded_ovs_answers_agree`.
 
 use openflow::cases::same_text;
 use openflow::ofctl::{parse_flow, ParseOptions};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
+use serde_json::{json, Value};
 
 /// What ovs-ofctl said: `Ok((usable, printed))` or `Err(message)`.
 fn ovs(flow: &str, options: &str) -> Option<Result<(String, String), String>> {
@@ -296,4 +301,83 @@ fn match_side_agrees_with_ovs_ofctl() {
         }
     }
     println!("{agree} agree, {differ} differ");
+}
+
+fn ours(flow: &str, options: &str) -> Result<(String, String), String> {
+    let opts = ParseOptions::from_ofctl_options(options).map_err(|e| e.to_string())?;
+    parse_flow(flow, &opts)
+        .map(|pf| (pf.usable.to_ofctl_string(), pf.to_ofctl_string()))
+        .map_err(|e| e.to_string())
+}
+
+/// Records ovs-ofctl's answers for random flows into `$FERROVS_RECORD`.
+#[test]
+#[ignore = "needs ovs-ofctl and FERROVS_RECORD"]
+fn record_ovs_answers() {
+    let Ok(path) = std::env::var("FERROVS_RECORD") else {
+        return;
+    };
+    let strategy = (
+        proto(),
+        prop::collection::vec(odd_item(), 0..5),
+        prop_oneof![
+            Just(""),
+            Just("-F nxm"),
+            Just("--protocols OpenFlow13"),
+            Just("-O OpenFlow11"),
+            Just("-O OpenFlow15"),
+        ],
+    );
+    let mut runner = TestRunner::new(Config::default());
+    let mut out = String::new();
+    for _ in 0..600 {
+        let (p, items, options) = strategy.new_tree(&mut runner).expect("strategy").current();
+        let flow = format!("{p}{},actions=drop", items.join(","));
+        let rec = match ovs(&flow, options) {
+            Some(Ok((usable, printed))) => {
+                json!({"flow": flow, "options": options, "usable": usable, "printed": printed})
+            }
+            Some(Err(e)) => json!({"flow": flow, "options": options, "error": e}),
+            None => continue,
+        };
+        out.push_str(&rec.to_string());
+        out.push('\n');
+    }
+    std::fs::write(path, out).expect("write the record");
+}
+
+/// Replays the recorded ovs-ofctl answers.
+#[test]
+fn recorded_ovs_answers_agree() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/ofctl-match-differential.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("recorded answers exist");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let r: Value = serde_json::from_str(line).expect("JSON");
+        let s = |k: &str| r.get(k).and_then(Value::as_str);
+        let (flow, options) = (s("flow").unwrap_or(""), s("options").unwrap_or(""));
+        let got = ours(flow, options);
+        let ok = match (&got, s("error")) {
+            (Err(e), Some(want)) => e == want,
+            (Ok((u, p)), None) => {
+                Some(u.as_str()) == s("usable") && same_text(p, s("printed").unwrap_or(""))
+            }
+            _ => false,
+        };
+        n += 1;
+        if !ok {
+            failures.push(format!(
+                "[{options}] {flow}: got {got:?}, ovs-ofctl said {r}"
+            ));
+        }
+    }
+    for f in &failures {
+        println!("{f}");
+    }
+    assert!(n > 0);
+    assert!(failures.is_empty(), "{} of {n} differ", failures.len());
 }
