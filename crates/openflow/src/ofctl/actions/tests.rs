@@ -885,6 +885,138 @@ fn arb_apply_action() -> impl Strategy<Value = Action> {
             hard_timeout: h
         }),
         any::<u32>().prop_map(|group_id| Action::Group { group_id }),
+        arb_more_action(),
+    ]
+}
+
+fn reg_subfield(r: u8, ofs: u16, n_bits: u16) -> Subfield {
+    Subfield {
+        field: Field::by_name(&format!("reg{r}")).expect("register"),
+        ofs,
+        n_bits,
+    }
+}
+
+/// The less common actions, consistent with an `ip,tcp` match.
+fn arb_more_action() -> impl Strategy<Value = Action> {
+    use crate::action::{
+        Bundle, Controller, Ct, CtZone, HashFields, Learn, LearnSpec, Multipath,
+        MultipathAlgorithm, Nat, NatAddrs, NatKind, Sample, SampleDirection, SampleId,
+    };
+    prop_oneof![
+        (0u8..16, 0u16..16, 1u16..16).prop_map(|(r, o, n)| Action::OutputReg {
+            src: reg_subfield(r, o, n),
+            max_len: u16::MAX
+        }),
+        (1u16..0xff00, 14u32..100_000)
+            .prop_map(|(port, max_len)| Action::OutputTrunc { port, max_len }),
+        (any::<u16>(), 1u16..100, any::<bool>()).prop_map(|(max_len, id, pause)| {
+            Action::Controller(Box::new(Controller {
+                max_len,
+                controller_id: id,
+                reason: PacketInReason::InvalidTtl,
+                userdata: vec![1, 2, 3],
+                pause,
+                meter_id: None,
+            }))
+        }),
+        (0u8..16, 0u16..16, 1u16..16)
+            .prop_map(|(r, o, n)| Action::StackPush(reg_subfield(r, o, n))),
+        (0u8..16, 0u16..16, 1u16..16).prop_map(|(r, o, n)| Action::StackPop(reg_subfield(r, o, n))),
+        (any::<u16>(), 0u8..32).prop_map(|(pkt_len, bit)| Action::CheckPktLarger {
+            pkt_len,
+            dst: reg_subfield(0, u16::from(bit), 1)
+        }),
+        (1u16..u16::MAX, any::<u32>(), any::<u32>()).prop_map(|(p, c, d)| {
+            Action::Sample(Box::new(Sample {
+                probability: p,
+                collector_set_id: c,
+                obs_domain_id: SampleId::Imm(d),
+                obs_point_id: SampleId::Field(reg_subfield(1, 0, 32)),
+                sampling_port: 5,
+                direction: SampleDirection::Egress,
+            }))
+        }),
+        (
+            any::<bool>(),
+            proptest::option::of(0u8..255),
+            any::<u16>(),
+            any::<bool>()
+        )
+            .prop_map(|(commit, table, zone, nat)| {
+                Action::Ct(Box::new(Ct {
+                    commit,
+                    force: false,
+                    table,
+                    zone: CtZone::Imm(zone),
+                    alg: if commit { 21 } else { 0 },
+                    nat: (nat && commit).then(|| Nat {
+                        kind: Some(NatKind::Src),
+                        addrs: Some(NatAddrs::V4 {
+                            min: [10, 0, 0, 1].into(),
+                            max: [10, 0, 0, 9].into(),
+                        }),
+                        port_min: 100,
+                        port_max: 200,
+                        random: true,
+                        ..Nat::default()
+                    }),
+                    exec: Vec::new(),
+                }))
+            }),
+        (0u16..1000, 1u16..16).prop_map(|(basis, bits)| {
+            Action::Multipath(Box::new(Multipath {
+                fields: HashFields::SymmetricL4,
+                basis,
+                algorithm: MultipathAlgorithm::Hrw,
+                max_link: 0,
+                arg: 0,
+                dst: reg_subfield(2, 0, bits),
+            }))
+        }),
+        proptest::collection::vec(1u16..100, 0..4).prop_map(|members| {
+            Action::Bundle(Box::new(Bundle {
+                fields: HashFields::EthSrc,
+                basis: 7,
+                hrw: true,
+                dst: Some(reg_subfield(3, 0, 16)),
+                members,
+            }))
+        }),
+        (1u8..255, any::<u16>()).prop_map(|(table, idle)| {
+            Action::Learn(Box::new(Learn {
+                table,
+                idle_timeout: idle,
+                hard_timeout: 0,
+                fin_idle_timeout: 0,
+                fin_hard_timeout: 0,
+                priority: 0x8000,
+                cookie: 0,
+                send_flow_rem: false,
+                delete_learned: false,
+                limit: 0,
+                result_dst: None,
+                specs: vec![
+                    LearnSpec::MatchImm {
+                        dst: Subfield::whole(Field::by_name("eth_type").expect("field")),
+                        value: 0x800,
+                    },
+                    LearnSpec::MatchField {
+                        dst: Subfield::whole(Field::by_name("ip_dst").expect("field")),
+                        src: Subfield::whole(Field::by_name("ip_src").expect("field")),
+                    },
+                    LearnSpec::LoadImm {
+                        dst: reg_subfield(0, 0, 8),
+                        value: 5,
+                    },
+                    LearnSpec::Output {
+                        src: reg_subfield(1, 0, 16),
+                    },
+                ],
+            }))
+        }),
+        Just(Action::CtClear),
+        Just(Action::DebugRecirc),
     ]
 }
 
