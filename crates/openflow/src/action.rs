@@ -346,7 +346,10 @@ impl FieldWrite {
 /// Reads the bits of `sf` from `key`, right-aligned (the source of `move`, `output:REG`,
 /// `push`, ...).
 pub fn read_subfield(key: &FlowKey, sf: &Subfield) -> u128 {
-    let v = key.get(sf.field.key) >> sf.ofs;
+    let v = key
+        .get(sf.field.key)
+        .checked_shr(u32::from(sf.ofs))
+        .unwrap_or(0);
     if sf.n_bits >= 128 {
         v
     } else {
