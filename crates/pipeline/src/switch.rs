@@ -873,3 +873,304 @@ pub(crate) fn patch_peer(layout: &SwitchLayout, port: &PortLayout) -> Option<(St
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use openflow::ofctl::flow::FlowCommand;
+
+    use super::*;
+
+    fn sw() -> Switch {
+        let mut sw = Switch::new();
+        sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3")
+            .expect("valid setup");
+        sw
+    }
+
+    fn flows(sw: &Switch) -> Vec<String> {
+        sw.dump_flows("br0")
+            .expect("bridge exists")
+            .iter()
+            .map(|f| {
+                f.entry
+                    .to_dump_flows_string(openflow::action::OfVersion::Of13, false)
+            })
+            .collect()
+    }
+
+    fn parse(sw: &Switch, text: &str, cmd: FlowCommand) -> FlowEntry {
+        sw.parse_flows("br0", &[text], "-O OpenFlow13", cmd)
+            .expect("valid flow")
+            .remove(0)
+    }
+
+    #[test]
+    fn bad_goto_table_is_error_and_changes_nothing() {
+        let mut sw = sw();
+        sw.add_flows_text("br0", &["table=1,actions=output:1"], "-O OpenFlow13")
+            .expect("valid flow");
+        let before = flows(&sw);
+        let mut e = parse(&sw, "table=3,actions=goto_table:4", FlowCommand::Add);
+        e.actions = vec![Action::GotoTable { table: 2 }];
+        let err = sw
+            .flow_mods("br0", vec![FlowMod::add(e.clone())])
+            .expect_err("backwards goto");
+        assert!(matches!(
+            err,
+            SwitchError::BadGotoTable { table: 3, goto: 2 }
+        ));
+        e.actions = vec![Action::GotoTable { table: 255 }];
+        assert!(sw.flow_mods("br0", vec![FlowMod::add(e.clone())]).is_err());
+        e.table = Some(255);
+        e.actions = vec![];
+        assert_eq!(
+            sw.flow_mods("br0", vec![FlowMod::add(e)]),
+            Err(SwitchError::BadTable(255))
+        );
+        assert_eq!(flows(&sw), before);
+    }
+
+    #[test]
+    fn bundle_is_all_or_nothing() {
+        let mut sw = sw();
+        let good = parse(&sw, "in_port=1,actions=output:2", FlowCommand::Add);
+        let mut bad = parse(&sw, "in_port=2,actions=output:1", FlowCommand::Add);
+        bad.actions = vec![Action::Output {
+            port: 0xff10,
+            max_len: 0,
+        }];
+        assert_eq!(
+            sw.flow_mods("br0", vec![FlowMod::add(good), FlowMod::add(bad)]),
+            Err(SwitchError::BadOutPort(0xff10))
+        );
+        assert!(flows(&sw).is_empty());
+        assert!(sw
+            .add_flows_text(
+                "br0",
+                &["in_port=1,actions=output:2", "bogus=1,actions=drop"],
+                ""
+            )
+            .is_err());
+        assert!(flows(&sw).is_empty());
+    }
+
+    #[test]
+    fn missing_ports_in_flows_are_accepted_as_in_ovs() {
+        let mut sw = sw();
+        sw.add_flows_text("br0", &["in_port=9,actions=output:7"], "")
+            .expect("OVS accepts unknown ports");
+        assert_eq!(flows(&sw).len(), 1);
+    }
+
+    #[test]
+    fn config_errors_leave_state_intact() {
+        let mut sw = sw();
+        sw.add_flows_text("br0", &["actions=output:1"], "")
+            .expect("valid flow");
+        let (cfg, fl) = (sw.config().clone(), flows(&sw));
+        let err = sw
+            .vsctl("add-port br0 px -- set Interface px type=patch")
+            .expect_err("patch without peer");
+        assert_eq!(
+            err.to_string(),
+            "patch port px has no peer (set options:peer=PORT)"
+        );
+        let err = sw
+            .vsctl("set Bridge br0 mirrors=@m -- --id=@m create Mirror name=m select_all=true output_port=p9")
+            .expect_err("mirror to a missing port");
+        assert!(err.to_string().contains("no port named p9"), "{err}");
+        assert!(sw.mod_port("br0", "p7", &["noflood"]).is_err());
+        assert!(sw.mod_port("br0", "p1", &["sideways"]).is_err());
+        assert_eq!(sw.config(), &cfg);
+        assert_eq!(flows(&sw), fl);
+    }
+
+    #[test]
+    fn add_replaces_same_match_and_priority() {
+        let mut sw = sw();
+        sw.add_flows_text(
+            "br0",
+            &["in_port=1,actions=output:2", "in_port=1,actions=output:3"],
+            "",
+        )
+        .expect("valid flows");
+        assert_eq!(flows(&sw), vec!["in_port=1 actions=output:3"]);
+    }
+
+    #[test]
+    fn modify_strict_and_loose_keep_counters() {
+        let mut sw = sw();
+        sw.add_flows_text(
+            "br0",
+            &[
+                "priority=5,in_port=1,actions=output:2",
+                "priority=6,in_port=1,ip,actions=output:2",
+                "in_port=2,actions=output:1",
+            ],
+            "",
+        )
+        .expect("valid flows");
+        for f in sw.bridge("br0").expect("exists").rules() {
+            f.1.stats().credit(1, 60);
+        }
+        let e = parse(&sw, "in_port=1,actions=output:3", FlowCommand::Modify);
+        let out = sw
+            .flow_mods("br0", vec![FlowMod::modify(e, false)])
+            .expect("valid");
+        assert_eq!(out.n_modified, 2);
+        let d = sw.dump_flows("br0").expect("exists");
+        assert!(d.iter().all(|f| f.entry.stats.n_packets == 1));
+        assert_eq!(
+            flows(&sw)
+                .iter()
+                .filter(|f| f.ends_with("output:3"))
+                .count(),
+            2
+        );
+        let e = parse(
+            &sw,
+            "priority=5,in_port=1,actions=output:1",
+            FlowCommand::ModifyStrict,
+        );
+        let out = sw
+            .flow_mods("br0", vec![FlowMod::modify(e, true)])
+            .expect("valid");
+        assert_eq!(out.n_modified, 1);
+        // A modify that matches nothing adds (OpenFlow 1.0 semantics).
+        let e = parse(&sw, "in_port=3,actions=output:1", FlowCommand::Modify);
+        let out = sw
+            .flow_mods("br0", vec![FlowMod::modify(e, false)])
+            .expect("valid");
+        assert_eq!((out.n_modified, out.n_added), (0, 1));
+        assert_eq!(flows(&sw).len(), 4);
+    }
+
+    #[test]
+    fn delete_by_cookie_out_port_and_strict() {
+        let mut sw = sw();
+        sw.add_flows_text(
+            "br0",
+            &[
+                "cookie=0x1,in_port=1,actions=output:2",
+                "cookie=0x2,in_port=2,actions=output:3",
+                "cookie=0x3,priority=7,in_port=3,actions=output:1",
+                "cookie=0x3,in_port=3,ip,actions=output:1",
+            ],
+            "",
+        )
+        .expect("valid flows");
+        let e = parse(&sw, "cookie=0x2/-1", FlowCommand::Delete);
+        assert_eq!(
+            sw.flow_mods("br0", vec![FlowMod::delete(e, false)])
+                .expect("ok")
+                .n_deleted,
+            1
+        );
+        let mut e = parse(&sw, "", FlowCommand::Delete);
+        e.out_port = 2;
+        assert_eq!(
+            sw.flow_mods("br0", vec![FlowMod::delete(e, false)])
+                .expect("ok")
+                .n_deleted,
+            1
+        );
+        let e = parse(&sw, "priority=7,in_port=3", FlowCommand::DeleteStrict);
+        assert_eq!(
+            sw.flow_mods("br0", vec![FlowMod::delete(e, true)])
+                .expect("ok")
+                .n_deleted,
+            1
+        );
+        assert_eq!(
+            flows(&sw),
+            vec!["cookie=0x3, ip,in_port=3 actions=output:1"]
+        );
+    }
+
+    #[test]
+    fn replace_flows_is_atomic() {
+        let mut sw = sw();
+        sw.add_flows_text(
+            "br0",
+            &["in_port=1,actions=output:2", "table=3,actions=drop"],
+            "-O OpenFlow13",
+        )
+        .expect("valid flows");
+        let new = sw
+            .parse_flows("br0", &["in_port=2,actions=output:1"], "", FlowCommand::Add)
+            .expect("valid");
+        sw.replace_flows("br0", new).expect("valid");
+        assert_eq!(flows(&sw), vec!["in_port=2 actions=output:1"]);
+        let mut bad = sw
+            .parse_flows("br0", &["in_port=3,actions=output:1"], "", FlowCommand::Add)
+            .expect("valid");
+        bad[0].actions.push(Action::GotoTable { table: 0 });
+        assert!(sw.replace_flows("br0", bad).is_err());
+        assert_eq!(flows(&sw), vec!["in_port=2 actions=output:1"]);
+    }
+
+    #[test]
+    fn check_overlap_refuses_overlapping_flow() {
+        let mut sw = sw();
+        sw.add_flows_text("br0", &["priority=5,ip,actions=drop"], "")
+            .expect("valid");
+        let err = sw
+            .add_flows_text(
+                "br0",
+                &["check_overlap,priority=5,in_port=1,actions=drop"],
+                "",
+            )
+            .expect_err("overlaps");
+        assert!(matches!(
+            err,
+            SwitchError::Overlap {
+                table: 0,
+                priority: 5
+            }
+        ));
+        sw.add_flows_text(
+            "br0",
+            &["check_overlap,priority=6,in_port=1,actions=drop"],
+            "",
+        )
+        .expect("different priority");
+    }
+
+    #[test]
+    fn standalone_adds_normal_flow_and_mode_change_flushes() {
+        let mut sw = sw();
+        sw.add_flows_text("br0", &["in_port=1,actions=output:2"], "")
+            .expect("valid");
+        sw.vsctl("set-fail-mode br0 standalone").expect("valid");
+        assert_eq!(flows(&sw), vec!["priority=0 actions=NORMAL"]);
+        sw.vsctl("add-port br0 p4").expect("valid");
+        assert_eq!(flows(&sw), vec!["priority=0 actions=NORMAL"]);
+        sw.del_flows_text("br0", "").expect("valid");
+        assert!(flows(&sw).is_empty());
+        sw.vsctl("set-fail-mode br0 secure").expect("valid");
+        assert!(flows(&sw).is_empty());
+    }
+
+    #[test]
+    fn expire_flows_idle_and_hard() {
+        let mut sw = sw();
+        sw.set_time(1000);
+        sw.add_flows_text(
+            "br0",
+            &[
+                "idle_timeout=5,in_port=1,actions=drop",
+                "hard_timeout=10,in_port=2,actions=drop",
+                "in_port=3,actions=drop",
+            ],
+            "",
+        )
+        .expect("valid");
+        for (_, r) in sw.bridge("br0").expect("exists").rules() {
+            r.payload().touch(4000);
+        }
+        assert!(sw.expire_flows(8000).is_empty());
+        assert_eq!(sw.expire_flows(9000).len(), 1);
+        assert_eq!(sw.expire_flows(11_000).len(), 1);
+        assert_eq!(flows(&sw), vec!["in_port=3 actions=drop"]);
+    }
+}

@@ -50,6 +50,8 @@
 //! any packet equal to the translated one on the mask bits gets the same datapath actions.
 
 mod commit;
+#[cfg(test)]
+mod tests;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -293,6 +295,7 @@ pub fn normalize_key(key: &mut FlowKey, vlan_limit: u32) {
         key.set_vlan_tpid(0x8100);
     }
     if key.vlan_tci() & VLAN_CFI == 0 {
+        key.set_vlan_tci(0);
         key.set_vlan_tpid(0);
         key.set_vlan_tci1(0);
         key.set_vlan_tpid1(0);
