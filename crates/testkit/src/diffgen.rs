@@ -938,8 +938,12 @@ pub fn check_flow_syntax(flow: &str) -> Result<(), String> {
 }
 
 /// Shrinks `case` while `still_fails` holds: first its packets, then its flows, each by
-/// delta debugging. The result is 1-minimal: removing any single remaining packet or flow
-/// makes the predicate false. `still_fails` is not called on the original case.
+/// delta debugging, then each remaining flow's match fields and actions. The result is
+/// 1-minimal in packets and flows: removing any single remaining packet or flow makes the
+/// predicate false. `still_fails` is not called on the original case.
+///
+/// A simplified flow that the reference refuses makes the predicate false (the caller's
+/// predicate treats errors as "does not fail"), so the minimal case stays valid input.
 pub fn minimize(case: &DiffCase, mut still_fails: impl FnMut(&DiffCase) -> bool) -> DiffCase {
     let mut cur = case.clone();
     let base = cur.clone();
@@ -954,7 +958,56 @@ pub fn minimize(case: &DiffCase, mut still_fails: impl FnMut(&DiffCase) -> bool)
         c.flows = flows.to_vec();
         still_fails(&c)
     });
+    for i in 0..cur.flows.len() {
+        let Some((fields, actions)) = split_flow(&cur.flows[i]) else {
+            continue;
+        };
+        let base = cur.clone();
+        let with_fields = |f: &[String]| {
+            let mut c = base.clone();
+            c.flows[i] = join_flow(f, &actions);
+            c
+        };
+        let mut fields = ddmin(&fields, |f| still_fails(&with_fields(f)));
+        if fields.len() == 1 && still_fails(&with_fields(&[])) {
+            fields.clear();
+        }
+        cur.flows[i] = join_flow(&fields, &actions);
+        let base = cur.clone();
+        let actions = ddmin(&actions, |a| {
+            let mut c = base.clone();
+            c.flows[i] = join_flow(&fields, a);
+            still_fails(&c)
+        });
+        cur.flows[i] = join_flow(&fields, &actions);
+    }
     cur
+}
+
+/// Splits a flow into its match items and its top-level actions.
+fn split_flow(flow: &str) -> Option<(Vec<String>, Vec<String>)> {
+    let (m, a) = flow.split_once("actions=")?;
+    let fields = m
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    let actions = split_actions(a).into_iter().map(str::to_owned).collect();
+    Some((fields, actions))
+}
+
+/// The inverse of [`split_flow`]; an empty action list is `drop`.
+fn join_flow(fields: &[String], actions: &[String]) -> String {
+    let actions = if actions.is_empty() {
+        "drop".to_owned()
+    } else {
+        actions.join(",")
+    };
+    if fields.is_empty() {
+        format!("actions={actions}")
+    } else {
+        format!("{},actions={actions}", fields.join(","))
+    }
 }
 
 /// Zeller's ddmin over removals: returns a 1-minimal subsequence of `items` for which `test`
@@ -1124,8 +1177,31 @@ mod tests {
             c.flows.iter().any(|f| f.contains("output:9"))
                 && c.packets.iter().any(|p| p.starts_with("in_port(9)"))
         });
-        assert_eq!(min.flows, ["priority=7,actions=output:9"]);
+        assert_eq!(min.flows, ["actions=output:9"]);
         assert_eq!(min.packets.len(), 1);
         assert_eq!(min.bridge, case.bridge);
+    }
+
+    #[test]
+    fn minimize_simplifies_inside_flows() {
+        let mut case = generate(2, 4);
+        case.flows =
+            vec!["table=0,priority=5,ip,nw_dst=10.0.0.0/8,actions=dec_ttl,output:3,NORMAL".into()];
+        let min = minimize(&case, |c| {
+            c.flows
+                .iter()
+                .any(|f| f.contains("nw_dst=10.") && f.contains("NORMAL"))
+        });
+        assert_eq!(min.flows, ["nw_dst=10.0.0.0/8,actions=NORMAL"]);
+    }
+
+    #[test]
+    fn split_flow_roundtrips() {
+        let flow = "table=1,ip,actions=set_field:1->reg0,resubmit(,2),output:3";
+        let (f, a) = split_flow(flow).expect("has actions");
+        assert_eq!(f, ["table=1", "ip"]);
+        assert_eq!(a, ["set_field:1->reg0", "resubmit(,2)", "output:3"]);
+        assert_eq!(join_flow(&f, &a), flow);
+        assert_eq!(join_flow(&[], &[]), "actions=drop");
     }
 }

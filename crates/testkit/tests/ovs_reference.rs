@@ -139,3 +139,66 @@ fn ovs_accepts_generated_cases() {
     );
     assert_eq!(report.n_cases, 150);
 }
+
+/// A second OVS with an injected bug: the `NORMAL` action only outputs to `LOCAL`.
+struct BuggyOvs(OvsReference);
+
+impl testkit::difftest::TraceSystem for BuggyOvs {
+    fn name(&self) -> String {
+        "buggy ovs".into()
+    }
+    fn load(
+        &mut self,
+        case: &testkit::diffgen::DiffCase,
+    ) -> Result<(), testkit::difftest::SystemError> {
+        let mut case = case.clone();
+        for f in &mut case.flows {
+            *f = f.replace("NORMAL", "LOCAL");
+        }
+        self.0.load(&case)
+    }
+    fn trace(
+        &mut self,
+        target: &str,
+        packet: &str,
+    ) -> Result<String, testkit::difftest::SystemError> {
+        testkit::difftest::TraceSystem::trace(&mut self.0, target, packet)
+    }
+}
+
+#[test]
+fn difftest_finds_and_minimizes_an_injected_bug() {
+    let mut reference = start_ovs();
+    let mut buggy = BuggyOvs(start_ovs());
+    let config = RunConfig {
+        seed: 3,
+        cases: 40,
+        ..RunConfig::default()
+    };
+    let report =
+        run(&config, &mut reference, Some(&mut buggy), |_| {}).expect("both OVS keep running");
+    assert!(report.rejections.is_empty(), "{:?}", report.rejections);
+    assert!(
+        !report.mismatches.is_empty(),
+        "40 cases should hit a NORMAL action"
+    );
+    let first = &report.mismatches[0];
+    eprintln!(
+        "{} mismatches; first, minimized: packet {}\nreference: {}\nbuggy:     {}\n{}",
+        report.mismatches.len(),
+        first.packet,
+        first.reference,
+        first.sut,
+        first.minimal.to_reproducer()
+    );
+    for m in &report.mismatches {
+        let text = m.minimal.to_reproducer();
+        assert_eq!(m.minimal.packets.len(), 1, "{text}");
+        assert!(
+            m.minimal.flows.iter().any(|f| f.contains("NORMAL")),
+            "{text}"
+        );
+        assert!(m.minimal.flows.len() <= 3, "{text}");
+        assert_ne!(m.reference, m.sut, "{text}");
+    }
+}
