@@ -20,6 +20,18 @@
 //! Values are host-order integers in the units of the field they write (an IPv4 address
 //! is a `u32`, an Ethernet address the low 48 bits of a `u64`), as in [`crate::field`].
 //!
+//! # Executing
+//!
+//! Execution belongs to the pipeline; this module only offers the pieces every executor
+//! needs the same way: [`FieldWrite::apply`] (what `set_field` and `load` do to a key,
+//! including `vlan_vid`'s present bit) and [`read_subfield`] / [`write_subfield`] (`move`,
+//! `output:REG`, `push`/`pop`, `multipath`, `bundle_load`).
+//!
+//! # Not supported yet
+//!
+//! `encap`, `decap`, `dec_nsh_ttl`, `delete_field` and `unroll_xlate` parse to an error
+//! that says so.
+//!
 //! # Example
 //! ```
 //! use openflow::action::{Action, OfVersion};

@@ -15,7 +15,7 @@
 //!
 //! OVS prints what the switch would see: the actions are encoded for the chosen protocol
 //! version and decoded back. [`format_actions`] reproduces that round trip without the
-//! wire format ([`print`]): under OpenFlow 1.2+ `mod_nw_src` becomes
+//! wire format ([`mod@print`]): under OpenFlow 1.2+ `mod_nw_src` becomes
 //! `set_field:...->ip_src`, under OpenFlow 1.0 `set_field:...->ip_src` becomes
 //! `mod_nw_src`, a `set_field` that OpenFlow 1.0 cannot express becomes `load`s, and so
 //! on.
