@@ -142,7 +142,13 @@ impl<T> RuleSet<T> {
             let Some(st) = self.subtables[*i as usize].as_ref() else {
                 continue;
             };
-            match st.find(key, self.seed) {
+            // A subtable that an earlier walk rules out misses: skip its hash probe.
+            let found = if ctx.rules_out(&st.mask) {
+                None
+            } else {
+                st.find(key, self.seed)
+            };
+            match found {
                 Some(r) => {
                     st.mask.or_into(wc, st.mask.idx.len());
                     if best.map_or(true, |b| r.rank > b.rank) {

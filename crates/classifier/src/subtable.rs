@@ -71,6 +71,29 @@ pub(crate) struct TrieCtx<'a> {
 }
 
 impl TrieCtx<'_> {
+    /// The (cached) walk of trie `t` for `key`.
+    #[inline]
+    fn walk(&mut self, t: usize, key: &FlowKey) -> TrieMatch {
+        let pf = self.prefixes[t];
+        let tries = self.tries;
+        *self.done[t].get_or_insert_with(|| {
+            let width = pf.field.width;
+            let bits = key.get(pf.field) << (128 - u32::from(width));
+            tries[t].lookup(bits, width)
+        })
+    }
+
+    /// True if a trie walk already made for this lookup proves that no rule with mask `m`
+    /// matches. Starts no walk (a hit must not pay for one) and consults nothing by
+    /// itself: the caller explains the miss with [`Subtable::explain_miss`].
+    #[inline]
+    pub(crate) fn rules_out(&self, m: &Mask) -> bool {
+        self.done
+            .iter()
+            .zip(m.trie_plens.iter())
+            .any(|(done, plen)| *plen != 0 && done.is_some_and(|w| !w.has_len(*plen)))
+    }
+
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, ORs the
     /// address bits the decision needed into `wc` and returns `true`.
     #[inline]
@@ -81,10 +104,7 @@ impl TrieCtx<'_> {
                 continue;
             }
             let width = pf.field.width;
-            let res = *self.done[t].get_or_insert_with(|| {
-                let bits = key.get(pf.field) << (128 - u32::from(width));
-                self.tries[t].lookup(bits, width)
-            });
+            let res = self.walk(t, key);
             if !res.has_len(plen) {
                 let n = res.examined.min(plen);
                 let add = prefix_mask(n) >> (128 - u32::from(width));
