@@ -261,6 +261,77 @@ pub fn run(
     Ok(report)
 }
 
+/// A reference and an optional system under test, made once per worker of [`run_parallel`].
+pub type SystemPair = (
+    Box<dyn TraceSystem + Send>,
+    Option<Box<dyn TraceSystem + Send>>,
+);
+
+/// [`run`] on `jobs` workers, each with its own systems from `make_systems` and a contiguous
+/// share of the case numbers. The report is the same as one [`run`] over all cases (events
+/// arrive interleaved; mismatches and rejections are sorted by case number).
+pub fn run_parallel(
+    config: &RunConfig,
+    jobs: usize,
+    make_systems: impl Fn() -> Result<SystemPair, SystemError> + Sync,
+    on_event: impl FnMut(&RunEvent<'_>) + Send,
+) -> Result<RunReport, SystemError> {
+    let start = Instant::now();
+    let jobs = u64::try_from(jobs.max(1))
+        .unwrap_or(1)
+        .min(config.cases.max(1));
+    let chunk = config.cases.div_ceil(jobs);
+    let on_event = std::sync::Mutex::new(on_event);
+    let results: Vec<Result<RunReport, SystemError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|j| {
+                let first = config.first + j * chunk;
+                let cases = chunk.min((config.first + config.cases).saturating_sub(first));
+                let share = RunConfig {
+                    first,
+                    cases,
+                    ..config.clone()
+                };
+                let (make_systems, on_event) = (&make_systems, &on_event);
+                scope.spawn(move || {
+                    let (mut reference, mut sut) = make_systems()?;
+                    let sut = sut.as_deref_mut().map(|s| s as &mut dyn TraceSystem);
+                    run(&share, reference.as_mut(), sut, |e| {
+                        // A worker that panicked while reporting has already failed the run.
+                        if let Ok(mut f) = on_event.lock() {
+                            f(e);
+                        }
+                    })
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(SystemError::Failed {
+                        system: "worker".into(),
+                        reason: "a worker thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut report = RunReport::default();
+    for r in results {
+        let r = r?;
+        report.n_cases += r.n_cases;
+        report.n_packets += r.n_packets;
+        report.n_forwarding += r.n_forwarding;
+        report.rejections.extend(r.rejections);
+        report.mismatches.extend(r.mismatches);
+    }
+    report.rejections.sort_by_key(|r| r.case_number);
+    report.mismatches.sort_by_key(|m| m.case_number);
+    report.elapsed = start.elapsed();
+    Ok(report)
+}
+
 /// Loads `case` into `system` and traces every packet.
 pub fn trace_all(
     system: &mut dyn TraceSystem,
@@ -442,6 +513,63 @@ mod tests {
             );
             assert_ne!(m.reference, m.sut);
         }
+    }
+
+    #[test]
+    fn run_parallel_covers_every_case_once() {
+        let make = || -> Result<SystemPair, SystemError> {
+            let a = Fake {
+                flows: vec![],
+                answer: count_answer,
+                reject_flows_with: Some("FLOOD"),
+            };
+            let b = Fake {
+                flows: vec![],
+                answer: normal_blind,
+                reject_flows_with: None,
+            };
+            Ok((Box::new(a), Some(Box::new(b))))
+        };
+        let config = RunConfig {
+            cases: 37,
+            first: 5,
+            minimize: false,
+            ..RunConfig::default()
+        };
+        let mut done = Vec::new();
+        let report = run_parallel(&config, 3, make, |e| {
+            if let RunEvent::CaseDone(n) = e {
+                done.push(*n);
+            }
+        })
+        .expect("fakes do not fail");
+        done.sort_unstable();
+        assert_eq!(done, (5..42).collect::<Vec<_>>());
+        assert_eq!(report.n_cases, 37);
+        let mut a = Fake {
+            flows: vec![],
+            answer: count_answer,
+            reject_flows_with: Some("FLOOD"),
+        };
+        let mut b = Fake {
+            flows: vec![],
+            answer: normal_blind,
+            reject_flows_with: None,
+        };
+        let serial = run(&config, &mut a, Some(&mut b), |_| {}).expect("fakes do not fail");
+        let numbers = |r: &RunReport| {
+            (
+                r.rejections
+                    .iter()
+                    .map(|x| x.case_number)
+                    .collect::<Vec<_>>(),
+                r.mismatches
+                    .iter()
+                    .map(|x| x.case_number)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(numbers(&report), numbers(&serial));
     }
 
     #[test]

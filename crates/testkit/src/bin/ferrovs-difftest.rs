@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use testkit::compare::CompareMode;
 use testkit::diffgen;
-use testkit::difftest::{run, RunConfig, RunEvent, TraceSystem};
+use testkit::difftest::{run_parallel, RunConfig, RunEvent, SystemError, SystemPair, TraceSystem};
 use testkit::ovs::OvsReference;
 use testkit::trace_case::{load_cases, replay_on_ovs, Verdict};
 
@@ -67,9 +67,12 @@ enum Cmd {
         /// Do not minimize mismatches.
         #[arg(long)]
         no_minimize: bool,
-        /// Stop after this many reported problems.
+        /// Stop printing after this many reported problems.
         #[arg(long, default_value_t = 20)]
         max_reports: usize,
+        /// Parallel workers, each with its own private OVS (and system under test).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
     },
     /// Print one generated case as shell commands.
     Show {
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
             mode,
             no_minimize,
             max_reports,
+            jobs,
         } => {
             let config = RunConfig {
                 seed,
@@ -131,7 +135,7 @@ fn main() -> ExitCode {
                 mode: mode.into(),
                 minimize: !no_minimize,
             };
-            run_generated(&config, against_ovs, max_reports)
+            run_generated(&config, against_ovs, max_reports, jobs)
         }
         Cmd::Show { seed, case } => {
             print!("{}", diffgen::generate(seed, case).to_reproducer());
@@ -221,31 +225,44 @@ fn run_generated(
     config: &RunConfig,
     against_ovs: bool,
     max_reports: usize,
+    jobs: usize,
 ) -> anyhow::Result<bool> {
-    let mut reference = OvsReference::start().context("starting the reference OVS")?;
-    let mut second = if against_ovs {
-        Some(OvsReference::start().context("starting the second OVS")?)
-    } else {
-        None
-    };
-    let sut_name = second.as_ref().map(|s| s.name());
+    let version = OvsReference::start()
+        .context("starting the reference OVS")?
+        .name();
     println!(
-        "reference: {}; system under test: {}; seed {:#x}, cases {}..{}",
-        reference.name(),
-        sut_name
-            .as_deref()
-            .unwrap_or("none (generator self-check: OVS must accept every case)"),
+        "reference: {version}; system under test: {}; seed {:#x}, cases {}..{}, {jobs} worker(s)",
+        if against_ovs {
+            "a second OVS"
+        } else {
+            "none (generator self-check: OVS must accept every case)"
+        },
         config.seed,
         config.first,
         config.first + config.cases
     );
+    let make_systems = || -> Result<SystemPair, SystemError> {
+        let start = || {
+            OvsReference::start().map_err(|e| SystemError::Failed {
+                system: "ovs".into(),
+                reason: e.to_string(),
+            })
+        };
+        let reference: Box<dyn TraceSystem + Send> = Box::new(start()?);
+        let sut: Option<Box<dyn TraceSystem + Send>> = if against_ovs {
+            Some(Box::new(start()?))
+        } else {
+            None
+        };
+        Ok((reference, sut))
+    };
     let mut reported = 0usize;
+    let mut done = 0u64;
     let progress_every = (config.cases / 10).max(1);
     let start = Instant::now();
-    let sut: Option<&mut dyn TraceSystem> = second.as_mut().map(|s| s as &mut dyn TraceSystem);
-    let report = run(config, &mut reference, sut, |event| match event {
-        RunEvent::CaseDone(n) => {
-            let done = n + 1 - config.first;
+    let report = run_parallel(config, jobs, make_systems, |event| match event {
+        RunEvent::CaseDone(_) => {
+            done += 1;
             if done % progress_every == 0 {
                 eprintln!(
                     "  {done}/{} cases, {:.1} cases/s",
