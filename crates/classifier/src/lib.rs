@@ -7,7 +7,7 @@
 //! cookie, a payload `T` (for the pipeline, its actions) and a [`RuleStats`] handle. A
 //! lookup of a packet's key returns the matching rule with the highest priority. Among
 //! matching rules of equal priority the earliest inserted wins (OVS leaves this undefined;
-//! we fix it so that [`naive`] and the proptests can compare exactly). A rule is identified
+//! we fix it so that `naive` and the proptests can compare exactly). A rule is identified
 //! by its match and priority, as in OpenFlow: inserting a rule with the same match and
 //! priority replaces it in place (same insertion order, fresh counters), and `modify`
 //! changes only its payload (same order, cookie and counters).
@@ -16,30 +16,44 @@
 //!
 //! **Tuple-space search.** Rules with the same mask share a subtable, a hash table keyed by
 //! the masked value. The hash covers only the mask's non-zero words, precomputed per mask
-//! like OVS's miniflow maps. Subtables are sorted by their highest priority, and a lookup
-//! stops as soon as no remaining subtable can hold a better rule.
+//! like OVS's miniflow maps, and an entry keeps the first four value words inline so that a
+//! hit on an exact 5-tuple compares without touching the rule. Subtables are sorted by their
+//! highest priority, and a lookup stops as soon as no remaining subtable can hold a rule of
+//! the best priority found (subtables with that same priority are still probed, for the
+//! tie rule).
 //!
 //! **Wildcard tracking.** With `Some(wc)`, a lookup ORs into `wc` every key bit it needed.
 //! The contract (checked by proptest): *every packet that agrees with the looked-up packet
-//! on the bits of `wc` gets the same rule.* A hit in a subtable consults its whole mask. A
-//! miss is explained as cheaply as the structures allow:
+//! on the bits of `wc` gets the same rule.* Per subtable visited:
 //!
-//! - **staged lookup**: every subtable indexes the hashes of its masked value's stage prefixes
-//!   (metadata, then L2, L3, L4, [`packet::key::STAGES`]), so a packet whose metadata no rule of
-//!   the subtable has consults only the subtable's metadata bits;
-//! - **prefix tries** (`trie.rs`) over the configured prefix fields (OVS `prefixes`; by default
-//!   `nw_dst` and `nw_src`; IPv6 addresses too): a subtable whose prefix length on the field no
-//!   rule prefix of the packet's address has is skipped, and only the address bits the trie walk
-//!   needed are consulted, not the subtable's whole prefix.
+//! - a hit consults the subtable's whole mask;
+//! - a miss is explained as narrowly as the structures allow, stage by stage (metadata, L2, L3, L4:
+//!   [`packet::key::STAGES`]) as OVS does. Before each stage, the **prefix tries** of that stage's
+//!   prefix fields are checked: if no rule prefix of the packet's address has the subtable's prefix
+//!   length, the subtable misses, and only the address bits the trie walk needed (plus the earlier
+//!   stages' bits) are consulted, not the whole /32. Then the **stage index** (hashes of every
+//!   rule's stages up to this one) is probed: if no rule has the packet's values there, only the
+//!   stages so far are consulted;
+//! - subtables skipped because of priority consult nothing.
 //!
-//! Subtables skipped because of priority consult nothing.
+//! A hit does not pay for the explanation: the lookup probes the full hash first and walks
+//! the stages only on a miss (the outcome is the same as probing stage by stage). A trie
+//! walk is made at most once per field and lookup; once made, subtables it rules out skip
+//! their hash probe.
+//!
+//! Tries are path-compressed binary tries with counts (`trie.rs`). The prefix fields are
+//! OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64
+//! bits work too ([`Classifier::with_prefixes`], at most [`MAX_PREFIXES`]). A batch's trie
+//! changes are applied sorted by prefix, and a trie whose nodes changed by a quarter is laid
+//! out again depth-first, so walks touch few cache lines.
 //!
 //! **Versioned updates** (the left-right pattern, in safe Rust on [`arc_swap`]). Two
 //! versions of the rule set exist; readers look up in the published one without locks. A
 //! [`Batch`] is applied to the other one, then published by a pointer swap: a reader sees
 //! all of a batch or none of it. Before the next commit the writer waits until no reader
 //! still uses the old version (at most one lookup or [`Snapshot`]) and replays the batch on
-//! it. Rules are shared by both versions (`Arc<Rule<T>>`).
+//! it. Rules are shared by both versions (`Arc<Rule<T>>`); hash tables, stage indices and
+//! tries exist twice. [`Classifier::memory`] reports the bytes per rule.
 //!
 //! # Invariants
 //!
@@ -49,6 +63,15 @@
 //!   index of the failing operation and leaves the rules unchanged.
 //! - Both versions hold the same rules after every commit (the spare lags by the pending primitives
 //!   of exactly one batch until the next commit replays them).
+//! - A trie holds exactly the prefixes of its version's rules whose mask on the field is a CIDR
+//!   prefix; a subtable whose mask on the field is not a prefix never uses that trie.
+//!
+//! # Limits
+//!
+//! - Prefix fields are fixed when the classifier is made (OVS can change them at run time).
+//! - No ports trie (OVS un-wildcards `tp_src`/`tp_dst` bit by bit with one).
+//! - The writer spins (then yields) while a reader holds the previous version; a reader that never
+//!   drops its [`Snapshot`] stalls the next commit.
 //!
 //! # Thread safety
 //!

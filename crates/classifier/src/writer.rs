@@ -360,11 +360,8 @@ impl<T> Classifier<T> {
         }
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
         spare.finish_batch();
-        let next = std::mem::replace(
-            &mut self.spare,
-            Arc::new(RuleSet::new(self.prefixes.clone(), 0)),
-        );
-        self.spare = self.shared.swap(next);
+        // Publish the spare; the version readers leave becomes the spare.
+        self.spare = self.shared.swap(self.spare.clone());
         self.pending = applied;
         self.prune_masks();
         Ok(out)

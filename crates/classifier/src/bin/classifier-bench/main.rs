@@ -9,7 +9,9 @@
 //! Options: `--rules N,..` (default 1000,16384,262144), `--sets exact,mixed,ovs` (default
 //! all), `--masks N` (mixed set, default 20), `--lookups N` per repetition (default
 //! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
-//! `--no-tries` (no prefix tries; default `nw_dst,nw_src`). Lookups run in batches of 32 keys per
+//! `--no-tries` (no prefix tries; default `nw_dst,nw_src`), `--hugepages` (re-runs itself
+//! with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so that malloc asks for transparent huge pages;
+//! the OVS child inherits it). Lookups run in batches of 32 keys per
 //! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
 //! inherits the pinning.
 
@@ -34,6 +36,7 @@ struct Args {
     reps: usize,
     with_ovs: Option<String>,
     insert: bool,
+    hugepages: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -45,6 +48,7 @@ fn parse_args() -> Result<Args, String> {
         reps: 5,
         with_ovs: None,
         insert: true,
+        hugepages: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -59,10 +63,11 @@ fn parse_args() -> Result<Args, String> {
             "--with-ovs" => a.with_ovs = Some(val()?),
             "--no-insert" => a.insert = false,
             "--no-tries" => NO_TRIES.store(true, Ordering::Relaxed),
+            "--hugepages" => a.hugepages = true,
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-tries]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-tries] [--hugepages]"
                         .into(),
                 )
             }
@@ -322,7 +327,20 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.hugepages && std::env::var_os("GLIBC_TUNABLES").is_none() {
+        let exe = std::env::current_exe().expect("own executable path");
+        let status = Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
+            .status()
+            .expect("re-run with huge pages");
+        std::process::exit(status.code().unwrap_or(1));
+    }
     println!("# classifier-bench: {args:?}");
+    println!(
+        "# GLIBC_TUNABLES={}",
+        std::env::var("GLIBC_TUNABLES").unwrap_or_default()
+    );
     println!(
         "# lookups in batches of 32 per snapshot; medians of {} repetitions",
         args.reps
