@@ -59,6 +59,7 @@ pub mod field;
 pub mod flow;
 pub mod flow_match;
 pub mod ofctl;
+pub mod protocols;
 pub mod subfield;
 
 pub use flow_match::Match;
