@@ -192,6 +192,8 @@ pub struct ParsedFlow {
     pub usable: Protocols,
     /// The protocol ovs-ofctl would send it with: the first usable one the options allow.
     pub chosen: Protocols,
+    /// The command the flow was parsed for.
+    pub command: FlowCommand,
 }
 
 impl ParsedFlow {
@@ -607,7 +609,45 @@ pub fn parse_flow(text: &str, opts: &ParseOptions) -> Result<ParsedFlow, Error> 
         flow,
         usable,
         chosen,
+        command: cmd,
     })
+}
+
+/// Parses one line of an `ovs-ofctl add-flows` / `--bundle` file, which may start with a
+/// command word (`add`, `modify`, `modify_strict`, `delete`, `delete_strict`, or any prefix
+/// of one; none means `add`), as OVS `parse_ofp_str` with command -2 does. `opts.command`
+/// is ignored.
+pub fn parse_flow_mod_line(text: &str, opts: &ParseOptions) -> Result<ParsedFlow, Error> {
+    let start = text.len() - text.trim_start_matches([' ', '\t', '\r', '\n']).len();
+    let rest = &text[start..];
+    let len = rest
+        .find([',', ' ', '\t', '\r', '\n'])
+        .unwrap_or(rest.len());
+    let word = &rest[..len];
+    let is = |name: &str| name.starts_with(word) && !word.is_empty();
+    let command = if is("add") {
+        Some(FlowCommand::Add)
+    } else if is("delete") {
+        Some(FlowCommand::Delete)
+    } else if is("delete_strict") {
+        Some(FlowCommand::DeleteStrict)
+    } else if is("modify") {
+        Some(FlowCommand::Modify)
+    } else if is("modify_strict") {
+        Some(FlowCommand::ModifyStrict)
+    } else {
+        None
+    };
+    let mut o = opts.clone();
+    o.command = command.unwrap_or(FlowCommand::Add);
+    let body = if command.is_some() {
+        &rest[len..]
+    } else {
+        rest
+    };
+    let mut parsed = parse_flow(body, &o)?;
+    parsed.command = o.command;
+    Ok(parsed)
 }
 
 fn parse_group(s: &str) -> Option<u32> {
@@ -1093,6 +1133,19 @@ mod tests {
         );
         assert!(ParseOptions::from_ofctl_options("--bogus").is_err());
         assert!(ParseOptions::from_ofctl_options("-O").is_err());
+    }
+
+    #[test]
+    fn flow_mod_lines_take_a_command_word() {
+        let p = parse_flow_mod_line("delete_strict priority=5,ip", &any()).expect("parses");
+        assert_eq!(p.command, FlowCommand::DeleteStrict);
+        assert_eq!(p.flow.priority, 5);
+        let p = parse_flow_mod_line("mod ip actions=drop", &any()).expect("parses");
+        assert_eq!(p.command, FlowCommand::Modify);
+        let p = parse_flow_mod_line(" ip,actions=drop", &any()).expect("parses");
+        assert_eq!(p.command, FlowCommand::Add);
+        let p = parse_flow_mod_line("del", &any()).expect("parses");
+        assert_eq!(p.command, FlowCommand::Delete);
     }
 
     #[test]

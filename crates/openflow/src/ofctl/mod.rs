@@ -16,7 +16,8 @@ pub mod match_fmt;
 pub mod value;
 
 pub use flow::{
-    parse_flow, parse_match, parse_match_usable, FlowCommand, ParseOptions, ParsedFlow,
+    parse_flow, parse_flow_mod_line, parse_match, parse_match_usable, FlowCommand, ParseOptions,
+    ParsedFlow,
 };
 pub use flow_key::{format_flow_key, parse_flow_key};
 pub use match_fmt::format_match;
