@@ -281,8 +281,11 @@ pub struct BridgeConfig {
     pub name: String,
     /// Table-miss behaviour.
     pub fail_mode: FailMode,
-    /// Ports, in the order they were added (the bridge's own port is implicit).
+    /// Ports, in the order they were added (the bridge's own port is `local`).
     pub ports: Vec<PortConfig>,
+    /// The bridge's own internal port (`LOCAL`, named like the bridge): its VLAN settings
+    /// and flags.
+    pub local: PortConfig,
     /// Mirrors.
     pub mirrors: Vec<MirrorConfig>,
     /// MAC learning: entries idle longer than this many seconds expire.
@@ -300,6 +303,11 @@ impl BridgeConfig {
             name: name.to_string(),
             fail_mode: FailMode::Secure,
             ports: Vec::new(),
+            local: PortConfig {
+                name: name.to_string(),
+                kind: PortKind::Internal,
+                ..PortConfig::default()
+            },
             mirrors: Vec::new(),
             mac_aging_secs: 300,
             mac_table_size: 2048,
@@ -412,11 +420,11 @@ impl SwitchConfig {
             .ok_or_else(|| ConfigError::NoSuchBridge(name.to_string()))
     }
 
-    /// The port named `name` on any bridge.
+    /// The port named `name` on any bridge (a bridge's name names its own port).
     pub fn port_mut(&mut self, name: &str) -> Result<&mut PortConfig, ConfigError> {
         self.bridges
             .iter_mut()
-            .flat_map(|b| b.ports.iter_mut())
+            .flat_map(|b| std::iter::once(&mut b.local).chain(b.ports.iter_mut()))
             .find(|p| p.name == name)
             .ok_or_else(|| ConfigError::NoSuchPort(name.to_string()))
     }
@@ -459,19 +467,29 @@ impl SwitchConfig {
             next_dp
         };
         for b in &self.bridges {
+            let local = &b.local;
+            let local_tag = local.tag.map(|t| vlan(&b.name, t)).transpose()?;
             let mut ports = vec![PortLayout {
                 name: b.name.clone(),
                 bridge: b.name.clone(),
                 ofport: OFPP_LOCAL,
                 dp_port: Some(assign_dp(&b.name, true)),
                 kind: PortKind::Internal,
-                vlan_mode: VlanMode::Trunk,
-                tag: None,
-                trunks: BTreeSet::new(),
+                vlan_mode: match local.vlan_mode {
+                    Some(m) => m,
+                    None if local_tag.is_some() => VlanMode::Access,
+                    None => VlanMode::Trunk,
+                },
+                tag: local_tag,
+                trunks: local
+                    .trunks
+                    .iter()
+                    .map(|t| vlan(&b.name, *t))
+                    .collect::<Result<BTreeSet<_>, _>>()?,
                 cvlans: BTreeSet::new(),
-                priority_tags: PriorityTags::Never,
-                qinq_8021q: false,
-                flags: PortFlags::default(),
+                priority_tags: local.priority_tags,
+                qinq_8021q: local.qinq_8021q,
+                flags: local.flags,
             }];
             // Requested numbers first, then the lowest free numbers in added order.
             let mut taken: BTreeMap<u16, &str> = BTreeMap::new();

@@ -42,6 +42,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::odp::{format_actions, DpAction};
 use crate::switch::Switch;
 use crate::trace::TraceInput;
 use crate::xlate::XlateOptions;
@@ -234,6 +235,8 @@ fn run_step(sw: &mut Switch, step: &SetupStep, now_ms: &mut u64) -> Result<(), S
                     sw.bridge_mut(br)
                         .ok_or_else(|| format!("fdb/add: no bridge {br}"))?
                         .mac
+                        .lock()
+                        .map_err(|_| "fdb/add: MAC table lock poisoned".to_string())?
                         .add_static(vlan, mac, ofport);
                 }
                 _ => return Err(format!("unsupported ovs-appctl command `{cmd}'")),
@@ -277,6 +280,7 @@ fn run_step(sw: &mut Switch, step: &SetupStep, now_ms: &mut u64) -> Result<(), S
             let opts = XlateOptions {
                 credit_bytes: Some(64),
                 now_ms: *now_ms,
+                learn: true,
             };
             sw.trace(input, opts).map_err(|e| e.to_string())?;
         }
@@ -311,6 +315,7 @@ pub fn replay_trace_case(case: &TraceCase) -> CaseOutcome {
     let opts = XlateOptions {
         credit_bytes: None,
         now_ms: now_ms + 1000,
+        learn: false,
     };
     let report = match sw.trace(input, opts) {
         Ok(r) => r,
@@ -318,7 +323,8 @@ pub fn replay_trace_case(case: &TraceCase) -> CaseOutcome {
     };
     let got = report.datapath_actions();
     let text = report.to_text();
-    if compare_actions(case.compare, &case.expected, &got) {
+    let tags = crate::xlate::vlan_tags(&report.flow);
+    if compare_actions_for_input(case.compare, &case.expected, &got, &tags) {
         CaseOutcome {
             id: case.id.clone(),
             passed: true,
@@ -357,10 +363,20 @@ pub fn split_actions(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// The (packet version, output) pairs of an action list, sorted.
-fn normalized_outputs(s: &str) -> Vec<(String, String)> {
-    // The VLAN stack starts with symbolic original tags; set fields by `group.key`.
-    let mut vlans: Vec<String> = (0..4).map(|i| format!("orig{i}")).collect();
+/// The (packet version, output) pairs of an action list, sorted. `tags` are the input
+/// packet's VLAN tags, outermost first, as `(tpid, tci)`.
+fn normalized_outputs(s: &str, tags: &[(u16, u16)]) -> Vec<(String, String)> {
+    // The VLAN stack (outermost last) starts with the input's tags, spelled as `push_vlan`
+    // arguments, below symbolic unknown ones; set fields by `group.key`.
+    let mut vlans: Vec<String> = (0..2).map(|i| format!("orig{i}")).collect();
+    for (tpid, tci) in tags.iter().rev() {
+        let a = format_actions(&[DpAction::PushVlan {
+            tpid: *tpid,
+            tci: *tci,
+        }]);
+        let a = a.strip_prefix("push_vlan(").unwrap_or(&a);
+        vlans.push(a.strip_suffix(')').unwrap_or(a).to_string());
+    }
     let mut sets: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Vec::new();
     for a in split_actions(s) {
@@ -385,8 +401,21 @@ fn normalized_outputs(s: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Compares expected and actual datapath actions by `mode`.
+/// Compares expected and actual datapath actions by `mode`, for an input packet without
+/// VLAN tags (see [`compare_actions_for_input`]).
 pub fn compare_actions(mode: CompareMode, expected: &str, got: &str) -> bool {
+    compare_actions_for_input(mode, expected, got, &[])
+}
+
+/// Compares expected and actual datapath actions by `mode`; `tags` are the input packet's
+/// VLAN tags, outermost first, as `(tpid, tci)` (`normalized` needs them to see that
+/// `pop_vlan,push_vlan(..)` of the same tag restores the packet).
+pub fn compare_actions_for_input(
+    mode: CompareMode,
+    expected: &str,
+    got: &str,
+    tags: &[(u16, u16)],
+) -> bool {
     match mode {
         CompareMode::Exact => expected.trim() == got.trim(),
         CompareMode::Unordered => {
@@ -395,7 +424,9 @@ pub fn compare_actions(mode: CompareMode, expected: &str, got: &str) -> bool {
             b.sort();
             a == b
         }
-        CompareMode::Normalized => normalized_outputs(expected) == normalized_outputs(got),
+        CompareMode::Normalized => {
+            normalized_outputs(expected, tags) == normalized_outputs(got, tags)
+        }
     }
 }
 
@@ -418,5 +449,12 @@ mod tests {
             "push_vlan(vid=12,pcp=0),1,2"
         ));
         assert!(compare_actions(CompareMode::Normalized, "drop", ""));
+        let tags = [(0x8100, 0x1000 | 10)];
+        assert!(compare_actions_for_input(
+            CompareMode::Normalized,
+            "5,pop_vlan,2",
+            "pop_vlan,2,push_vlan(vid=10,pcp=0),5",
+            &tags
+        ));
     }
 }

@@ -53,7 +53,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use classifier::{Batch, Classifier, Rule};
 use openflow::action::Action;
@@ -171,8 +171,8 @@ pub struct Bridge {
     /// Name.
     pub name: String,
     tables: Vec<Option<OfTable>>,
-    /// MAC learning (used by NORMAL).
-    pub mac: MacTable,
+    /// MAC learning (used by NORMAL; translations learn through `&self`).
+    pub mac: Mutex<MacTable>,
 }
 
 impl Bridge {
@@ -180,7 +180,7 @@ impl Bridge {
         Bridge {
             name: name.to_string(),
             tables: (0..N_TABLES).map(|_| None).collect(),
-            mac: MacTable::new(aging, size),
+            mac: Mutex::new(MacTable::new(aging, size)),
         }
     }
 
@@ -453,11 +453,6 @@ impl Switch {
                 port: port.to_string(),
             })?;
         let mut cfg = self.config.clone();
-        if name == bridge {
-            // The bridge's own port has no PortConfig; OVS accepts flags on it but they do not
-            // change forwarding here.
-            return Ok(());
-        }
         let p = cfg.port_mut(&name)?;
         for w in words {
             let f = &mut p.flags;

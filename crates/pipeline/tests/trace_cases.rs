@@ -1,14 +1,15 @@
 //! Acceptance: replay every case of `testdata/ovs-trace-cases.jsonl` (cases from OVS's own
 //! tests) and compare the `Datapath actions:` line by the case's comparison mode.
 //!
-//! The floor below is what passes today, so a regression fails the test. Cases that need
-//! parts of the pipeline not built yet are listed in `NEEDS` with the reason.
+//! The floor below is what passes today (all 50), so a regression fails the test. Case
+//! `ofproto-dpif:6103` follows OVS master's answer (a VLAN-modified copy is mirrored again),
+//! the test's own expectation. Set `TRACE_CASES_VERBOSE=1` to print failing traces.
 
 use pipeline::cases::{replay_trace_case, CompareMode, SetupStep, TraceCase};
 use serde_json::Value;
 
 /// Cases passing today; raise it when more pass.
-const FLOOR: usize = 37;
+const FLOOR: usize = 50;
 
 fn s(v: &Value, k: &str) -> String {
     v.get(k).and_then(Value::as_str).unwrap_or("").to_string()

@@ -24,7 +24,7 @@ fn exact(wc: &mut FlowKey, f: KeyField) {
 }
 
 /// The VLAN tags of `k`, outermost first: `(tpid, tci)`.
-pub(crate) fn vlan_tags(k: &FlowKey) -> Vec<(u16, u16)> {
+pub fn vlan_tags(k: &FlowKey) -> Vec<(u16, u16)> {
     let mut tags = Vec::with_capacity(2);
     if k.vlan_tci() & VLAN_CFI != 0 {
         tags.push((k.vlan_tpid(), k.vlan_tci()));

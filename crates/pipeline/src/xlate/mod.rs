@@ -50,12 +50,14 @@
 //! any packet equal to the translated one on the mask bits gets the same datapath actions.
 
 mod commit;
+pub mod normal;
 #[cfg(test)]
 mod tests;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use commit::commit;
+pub use commit::vlan_tags;
 use openflow::action::{Action, FieldWrite, OfVersion, PacketInReason};
 use openflow::field::{Field, FieldId, Prereq};
 use openflow::ofctl::actions::format_actions as format_of_actions;
@@ -101,11 +103,19 @@ pub enum DropReason {
     InvalidTtl,
     /// An action this pipeline does not implement yet (groups, MPLS, conntrack...).
     Unsupported,
+    /// NORMAL: a VLAN the input port does not carry, a partial tag, or no input port.
+    InvalidVlan,
+    /// A packet received on a mirror output port, or NORMAL's learned port is one.
+    MirrorPort,
+    /// NORMAL: an IEEE 802.1D reserved destination address.
+    ReservedMac,
+    /// NORMAL: the destination was learned on the input port.
+    LearnedInPort,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 8] = [
+    pub const ALL: [DropReason; 12] = [
         DropReason::ResubmitDepth,
         DropReason::ResubmitLimit,
         DropReason::TableMiss,
@@ -114,6 +124,10 @@ impl DropReason {
         DropReason::NoPort,
         DropReason::InvalidTtl,
         DropReason::Unsupported,
+        DropReason::InvalidVlan,
+        DropReason::MirrorPort,
+        DropReason::ReservedMac,
+        DropReason::LearnedInPort,
     ];
 
     /// The counter's name.
@@ -127,6 +141,10 @@ impl DropReason {
             DropReason::NoPort => "drop_no_port",
             DropReason::InvalidTtl => "drop_invalid_ttl",
             DropReason::Unsupported => "drop_unsupported_action",
+            DropReason::InvalidVlan => "drop_invalid_vlan",
+            DropReason::MirrorPort => "drop_mirror_port",
+            DropReason::ReservedMac => "drop_reserved_mac",
+            DropReason::LearnedInPort => "drop_learned_in_port",
         }
     }
 
@@ -138,7 +156,7 @@ impl DropReason {
 /// Drop counters, one per [`DropReason`] (relaxed atomics: translations run in any thread).
 #[derive(Debug, Default)]
 pub struct Counters {
-    drops: [AtomicU64; 8],
+    drops: [AtomicU64; 12],
 }
 
 impl Counters {
@@ -185,8 +203,11 @@ pub struct XlateOptions {
     /// Credit matched rules with one packet of this many bytes (a real upcall; `None` for a
     /// plain trace).
     pub credit_bytes: Option<u64>,
-    /// The switch clock, for rules' last-use times.
+    /// The switch clock, for rules' last-use times and MAC aging.
     pub now_ms: u64,
+    /// Side effects allowed: NORMAL learns source addresses (a real upcall, `trace
+    /// -generate`).
+    pub learn: bool,
 }
 
 /// The result of a translation.
@@ -333,6 +354,8 @@ struct Ctx<'a> {
     controller: Vec<ControllerEvent>,
     drops: Vec<DropReason>,
     walk: Option<Walk>,
+    /// Mirrors this version of the packet was already sent to (OVS `ctx->mirrors`).
+    mirrors: u32,
 }
 
 impl Switch {
@@ -367,6 +390,7 @@ impl Switch {
             controller: Vec::new(),
             drops: Vec::new(),
             walk: walk.as_ref().map(|_| Walk::default()),
+            mirrors: 0,
         };
         ctx.flow.set_actset_output(u32::from(OFPP_UNSET));
         ctx.note_bridge();
@@ -379,7 +403,8 @@ impl Switch {
             }
             _ => true,
         };
-        if receives {
+        if receives && !ctx.in_port_is_mirror_output() {
+            ctx.mirror_ingress();
             ctx.xlate_table(in_port, 0, false, true);
             if ctx.error.is_none() && !ctx.exit {
                 ctx.run_action_set();
@@ -531,6 +556,9 @@ impl Ctx<'_> {
 
     /// Runs one action; returns false to stop the current action list.
     fn do_action(&mut self, a: &Action, last: bool) -> bool {
+        if self.modifies_packet(a) {
+            self.mirrors = 0;
+        }
         let wc = &mut self.wc;
         let flow = &mut self.flow;
         match a {
@@ -756,6 +784,37 @@ impl Ctx<'_> {
         true
     }
 
+    /// True if `a` changes the packet, so that a new version may be mirrored again (OVS
+    /// master's `reset_mirror_ctx`).
+    fn modifies_packet(&self, a: &Action) -> bool {
+        let f = &self.flow;
+        match a {
+            Action::PopVlan
+            | Action::PushVlan { .. }
+            | Action::SetEthSrc(_)
+            | Action::SetEthDst(_)
+            | Action::PushMpls { .. }
+            | Action::PopMpls { .. }
+            | Action::SetMplsLabel(_)
+            | Action::SetMplsTc(_)
+            | Action::SetMplsTtl(_)
+            | Action::DecMplsTtl
+            | Action::DecTtl { .. }
+            | Action::SetVlanVid { .. }
+            | Action::SetVlanPcp { .. } => true,
+            Action::SetField(fw) | Action::Load(fw) => {
+                usize::from(fw.field.key.word) >= packet::key::STAGES[1].start
+                    && openflow::flow_match::prereq_ok(f, fw.field.prereq)
+            }
+            Action::SetIpv4Src(_) | Action::SetIpv4Dst(_) => f.dl_type() == ETH_TYPE_IP,
+            Action::SetIpDscp(_) | Action::SetIpEcn(_) | Action::SetIpTtl(_) => is_ip_any(f),
+            Action::SetL4SrcPort { .. } | Action::SetL4DstPort { .. } => {
+                is_ip_any(f) && f.nw_frag() & FRAG_LATER == 0
+            }
+            _ => false,
+        }
+    }
+
     /// `set_field`/`load`: OVS `mf_set_flow_value_masked` after the prerequisite check.
     fn set_field(&mut self, fw: &FieldWrite) {
         let f: &Field = fw.field;
@@ -846,6 +905,7 @@ impl Ctx<'_> {
             Some(dp) => {
                 self.commit();
                 self.out.push(DpAction::Output(dp));
+                self.mirror_egress(&p);
             }
             None => {
                 self.note("port has no datapath port");
@@ -870,12 +930,6 @@ impl Ctx<'_> {
         for (i, p) in ports.into_iter().enumerate() {
             self.compose_output(p, last && i + 1 == n);
         }
-    }
-
-    /// NORMAL, for now: flood (see the module documentation).
-    fn normal(&mut self, last: bool) {
-        self.note("NORMAL (stub: flooding; MAC learning and VLAN modes are not implemented yet)");
-        self.flood(false, last);
     }
 
     /// A packet-in: commit, then a `userspace(controller(..))` action and an event.
@@ -921,6 +975,10 @@ impl Ctx<'_> {
         }
         let saved_flow = self.flow;
         let saved_set = std::mem::take(&mut self.action_set);
+        let saved_mirrors = self.mirrors;
+        if peer_bridge != self.bridge {
+            self.mirrors = 0;
+        }
         let saved_bridge = std::mem::replace(&mut self.bridge, peer_bridge);
         let saved_tunnel_wc: Vec<u64> = self.wc.words[23..26].to_vec();
         let flow = &mut self.flow;
@@ -961,6 +1019,7 @@ impl Ctx<'_> {
         }
         self.wc.words[23..26].copy_from_slice(&saved_tunnel_wc);
         self.bridge = saved_bridge;
+        self.mirrors = saved_mirrors;
         self.flow = saved_flow;
         self.action_set = saved_set;
         // As in OVS, the peer's exit and errors do not propagate back (they were counted).

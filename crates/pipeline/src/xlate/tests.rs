@@ -209,7 +209,7 @@ fn controller_output_is_recorded() {
 }
 
 #[test]
-fn normal_stub_floods() {
+fn normal_floods_unknown_destination_on_trunks() {
     let sw = switch(&["actions=NORMAL"]);
     assert_eq!(odp(&sw, IP1), "100,2,3,4");
 }
@@ -259,6 +259,7 @@ fn counters_credit_rules() {
     let opts = XlateOptions {
         credit_bytes: Some(100),
         now_ms: 5,
+        learn: false,
     };
     sw.trace(TraceInput::Datapath(IP1), opts)
         .expect("valid trace");
