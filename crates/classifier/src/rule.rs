@@ -242,6 +242,31 @@ pub(crate) fn mix(h: u64, w: u64) -> u64 {
     (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
+/// Per-word odd multipliers for [`mix_at`] (splitmix64 outputs, made odd).
+const WORD_MULT: [u64; KEY_WORDS] = {
+    let mut m = [0u64; KEY_WORDS];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut i = 0;
+    while i < KEY_WORDS {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        m[i] = (z ^ (z >> 31)) | 1;
+        i += 1;
+    }
+    m
+};
+
+/// Adds key word `w` at index `word` to a running hash: a multilinear sum with a distinct
+/// odd multiplier per word, so the words of a key hash in parallel rather than in one
+/// dependent chain, and a running sum over stages `0..=k` is the hash of those stages.
+/// [`finish`] spreads the bits.
+#[inline]
+pub(crate) fn mix_at(h: u64, word: u8, w: u64) -> u64 {
+    h.wrapping_add(w.wrapping_mul(WORD_MULT[usize::from(word)]))
+}
+
 /// Finalizes a running hash (the MurmurHash3 64-bit finalizer).
 #[inline]
 pub(crate) fn finish(h: u64) -> u64 {

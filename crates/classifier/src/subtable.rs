@@ -14,7 +14,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use packet::key::FlowKey;
 
-use crate::rule::{finish, mix, Mask, Rule};
+use crate::rule::{finish, mix_at, Mask, Rule};
 use crate::trie::{prefix_mask, TrieMatch};
 use crate::PrefixField;
 
@@ -121,11 +121,11 @@ impl TrieCtx<'_> {
 #[derive(Debug, Default)]
 struct Partial([u64; packet::key::STAGES.len() - 1], usize);
 
-/// The hash of masked value words `values` (for rehashing on growth).
-fn rehash(values: &[u64], seed: u64) -> u64 {
+/// The hash of masked value words `values` at key words `idx` (for rehashing on growth).
+fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     let mut h = seed;
-    for v in values {
-        h = mix(h, *v);
+    for (i, v) in idx.iter().zip(values) {
+        h = mix_at(h, *i, *v);
     }
     finish(h)
 }
@@ -166,8 +166,8 @@ impl<T> Subtable<T> {
         let mut pos = 0;
         for (j, end) in m.stage_ends.iter().enumerate() {
             let end = usize::from(*end);
-            for v in &values[pos..end] {
-                h = mix(h, *v);
+            for (i, v) in m.idx[pos..end].iter().zip(&values[pos..end]) {
+                h = mix_at(h, *i, *v);
             }
             pos = end;
             if j + 1 < m.stage_ends.len() {
@@ -198,7 +198,7 @@ impl<T> Subtable<T> {
             return;
         }
         self.table.insert_unique(hash, Entry::new(rule), |e| {
-            rehash(e.head.values.as_slice(), seed)
+            rehash(&e.head.mask.idx, e.head.values.as_slice(), seed)
         });
         for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
             match ix.find_mut(ph, |e| e.0 == ph) {
@@ -292,7 +292,7 @@ impl<T> Subtable<T> {
         let m = &*self.mask;
         let mut h = seed;
         for (i, b) in m.idx.iter().zip(m.bits.iter()) {
-            h = mix(h, key.words[usize::from(*i)] & b);
+            h = mix_at(h, *i, key.words[usize::from(*i)] & b);
         }
         let hash = finish(h);
         let n = m.idx.len();
@@ -330,7 +330,7 @@ impl<T> Subtable<T> {
                 break;
             }
             for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
-                h = mix(h, key.words[usize::from(*i)] & b);
+                h = mix_at(h, *i, key.words[usize::from(*i)] & b);
             }
             pos = end;
             let ph = finish(h);

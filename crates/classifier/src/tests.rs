@@ -585,3 +585,40 @@ fn commit_concurrent_readers_never_see_partial_batch() {
     assert!(seen.load(Ordering::Relaxed) > 0);
     assert_eq!(cls.len(), 1 + N_OTHERS as usize);
 }
+
+#[test]
+fn wildcards_ipv6_trie_unwildcards_only_deciding_bits() {
+    let mut cls: Classifier<u32> = Classifier::with_prefixes(&[fields::IPV6_SRC]).unwrap();
+    let mut m = Match::catch_all();
+    m.set_exact(fields::DL_TYPE, 0x86dd);
+    m.set_masked(fields::IPV6_SRC, 0x2001_0db8 << 96, u128::MAX << 96);
+    cls.insert(m, 10, 0, 1).unwrap();
+    let mut pkt = FlowKey::default();
+    pkt.set_dl_type(0x86dd);
+    pkt.set_ipv6_src(0x2001_0db9 << 96);
+    let mut wc = FlowKey::default();
+    assert!(cls.reader().lookup(&pkt, Some(&mut wc)).is_none());
+    // 2001:db8:: and 2001:db9:: differ only in bit 31, so all 32 prefix bits decide, and
+    // none of the other 96 address bits.
+    assert_eq!(wc.ipv6_src(), u128::from(u32::MAX) << 96);
+    pkt.set_ipv6_src(0xfe80 << 112);
+    let mut wc = FlowKey::default();
+    assert!(cls.reader().lookup(&pkt, Some(&mut wc)).is_none());
+    assert_eq!(wc.ipv6_src(), 1 << 127);
+    assert_eq!(wc.dl_type(), 0xffff);
+}
+
+#[test]
+fn memory_exact_rules_reports_bytes_per_rule() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    let mut b = Batch::new();
+    for i in 0..1000 {
+        b.insert(v4_match(0x0a00_0000 + i, 32), 1, 0, i);
+    }
+    cls.commit(b).unwrap();
+    let m = cls.memory();
+    assert_eq!(m.n_rules, 1000);
+    assert!(m.bytes_per_rule() > 64.0, "{m:?}");
+    assert!(m.bytes_per_rule() < 4096.0, "{m:?}");
+    assert_eq!(Classifier::<u32>::new().memory().bytes_per_rule(), 0.0);
+}
