@@ -435,6 +435,21 @@ fn differential_recorded_cases() {
         let Some((match_text, actions)) = split(flow) else {
             continue;
         };
+        if option == "usable" {
+            let Ok((m, match_usable)) = parse_match_usable(&match_text) else {
+                continue;
+            };
+            let ctx = ActionContext::new(&m, Protocols::ANY);
+            let got = match parse_actions(actions, &ctx) {
+                Ok(p) => match_usable.and(p.usable).to_ofctl_string(),
+                Err(e) => format!("error: {e}"),
+            };
+            compared += 1;
+            if got != want {
+                failures.push(format!("usable {flow}\n  want {want}\n  got  {got}"));
+            }
+            continue;
+        }
         let Ok(m) = parse_match(&match_text) else {
             continue;
         };

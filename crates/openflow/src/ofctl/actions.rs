@@ -98,6 +98,7 @@ pub fn parse_actions(s: &str, ctx: &ActionContext<'_>) -> Result<ParsedActions, 
         // protocols are.
         return Err(inconsistent_match_error());
     }
+    check::decode_rules(&actions)?;
     Ok(ParsedActions { actions, usable })
 }
 

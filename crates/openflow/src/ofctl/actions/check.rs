@@ -24,8 +24,14 @@ const ETH_TYPE_IPV6: u16 = 0x86dd;
 const ETH_TYPE_ARP: u16 = 0x0806;
 const ETH_TYPE_RARP: u16 = 0x8035;
 const VLAN_CFI: u16 = 0x1000;
-const CS_TRACKED: u32 = 0x20;
+const CS_NEW: u32 = 0x01;
+const CS_ESTABLISHED: u32 = 0x02;
+const CS_RELATED: u32 = 0x04;
+const CS_REPLY_DIR: u32 = 0x08;
 const CS_INVALID: u32 = 0x10;
+const CS_TRACKED: u32 = 0x20;
+const CS_SRC_NAT: u32 = 0x40;
+const CS_DST_NAT: u32 = 0x80;
 const FLOW_NW_FRAG_LATER: u8 = 0x2;
 /// OVS `OFPM13_MAX`.
 const OFPM13_MAX: u32 = 0xffff_0000;
@@ -73,15 +79,21 @@ impl FlowState {
         self.dl_type == 0x8847 || self.dl_type == 0x8848
     }
 
-    /// OVS `is_ct_valid`: the match says tracked and not invalid.
-    fn is_ct_valid(&self) -> bool {
-        self.ct_state_mask & CS_TRACKED != 0
-            && self.ct_state & CS_TRACKED != 0
-            && self.ct_state & CS_INVALID == 0
+    /// OVS `is_ct_valid` on a match: some bit that implies a valid connection is
+    /// matched, or tracked and explicitly not invalid.
+    fn is_ct_valid_match(&self) -> bool {
+        self.ct_state
+            & (CS_NEW | CS_ESTABLISHED | CS_RELATED | CS_REPLY_DIR | CS_SRC_NAT | CS_DST_NAT)
+            != 0
+            || (self.ct_state & CS_TRACKED != 0
+                && self.ct_state_mask & CS_INVALID != 0
+                && self.ct_state & CS_INVALID == 0)
     }
 
-    /// OVS `mf_are_prereqs_ok`.
-    pub(crate) fn prereqs_ok(&self, f: &Field) -> bool {
+    /// OVS `mf_are_match_prereqs_ok` (`match_ct` true: conntrack validity judged on the
+    /// match, as `mf_check_src`/`mf_check_dst` do) or `mf_are_prereqs_ok` (false: on the
+    /// flow alone, as the `set_field` check does).
+    pub(crate) fn prereqs_ok_with(&self, f: &Field, match_ct: bool) -> bool {
         let l4 = |proto: u8| self.is_ip_any() && self.nw_proto == proto;
         let icmp6 = self.dl_type == ETH_TYPE_IPV6 && self.nw_proto == 58;
         match f.prereq {
@@ -100,8 +112,16 @@ impl FlowState {
             Prereq::Nd => icmp6 && (self.tp_src == 135 || self.tp_src == 136) && self.tp_dst == 0,
             Prereq::NdSolicit => icmp6 && self.tp_src == 135 && self.tp_dst == 0,
             Prereq::NdAdvert => icmp6 && self.tp_src == 136 && self.tp_dst == 0,
-            Prereq::Ct => self.is_ct_valid(),
+            Prereq::Ct if match_ct => self.is_ct_valid_match(),
+            Prereq::Ct => self.ct_state & (CS_NEW | CS_ESTABLISHED | CS_REPLY_DIR) != 0,
         }
+    }
+}
+
+impl FlowState {
+    /// OVS `mf_are_match_prereqs_ok`.
+    pub(crate) fn prereqs_ok(&self, f: &Field) -> bool {
+        self.prereqs_ok_with(f, true)
     }
 }
 
@@ -232,7 +252,9 @@ fn check_one(
         }
         Action::SetField(w) | Action::Load(w) => {
             let f = w.field;
-            if !flow.prereqs_ok(f) || (f.id == FieldId::VlanVid && flow.vlan_tci & VLAN_CFI == 0) {
+            if !flow.prereqs_ok_with(f, false)
+                || (f.id == FieldId::VlanVid && flow.vlan_tci & VLAN_CFI == 0)
+            {
                 return Err(check_error("OFPBAC_MATCH_INCONSISTENT"));
             }
             w.flow_has_vlan = flow.vlan_tci & VLAN_CFI != 0;
@@ -273,7 +295,7 @@ fn check_one(
             }
         }
         Action::Resubmit { ct: true, .. } => {
-            if !flow.is_ct_valid() {
+            if !flow.is_ct_valid_match() {
                 return Err(check_error("OFPBAC_MATCH_INCONSISTENT"));
             }
         }
@@ -284,15 +306,6 @@ fn check_one(
                 || (ct.alg == 69 && flow.nw_proto != 17)
             {
                 return Err(check_error("OFPBAC_MATCH_INCONSISTENT"));
-            }
-            // OVS rejects this when decoding: without `commit`, only a bare `nat` may be
-            // nested in `ct`.
-            let nat_has_args = ct
-                .nat
-                .as_ref()
-                .is_some_and(|n| n.kind.is_some() || n.persistent || n.hash || n.random);
-            if !ct.commit && (nat_has_args || !ct.exec.is_empty()) {
-                return Err(check_error("OFPBAC_BAD_ARGUMENT"));
             }
             if let CtZone::Field(sf) = &ct.zone {
                 // As OVS, a zone from a field ends the check of this action.
@@ -334,6 +347,30 @@ fn check_one(
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// Rules OVS applies only when decoding (so after every parse-time check): without
+/// `commit`, `ct` may only nest a bare `nat`. ovs-ofctl parse-flow prints such a flow as a
+/// decode error and a switch rejects it with `OFPBAC_BAD_ARGUMENT`; we reject it up front.
+pub(crate) fn decode_rules(actions: &[Action]) -> Result<(), Error> {
+    for a in actions {
+        match a {
+            Action::Ct(ct) => {
+                let nat_has_args = ct
+                    .nat
+                    .as_ref()
+                    .is_some_and(|n| n.kind.is_some() || n.persistent || n.hash || n.random);
+                if !ct.commit && (nat_has_args || !ct.exec.is_empty()) {
+                    return Err(check_error("OFPBAC_BAD_ARGUMENT"));
+                }
+            }
+            // Not inside write_actions: OpenFlow 1.0 drops the instruction before any
+            // decoder sees it, and ovs-ofctl accepts the flow.
+            Action::Clone(inner) => decode_rules(inner)?,
+            _ => {}
+        }
     }
     Ok(())
 }

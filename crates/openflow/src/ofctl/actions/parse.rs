@@ -502,11 +502,11 @@ impl<'c> State<'c> {
             }
             "output_trunc" => return Err(err(format!("unknown action {arg}"))),
             "clone" => {
-                let saved = self.usable;
+                // As OVS (`parse_CLONE` goes through `ofpacts_parse_copy`), the nested
+                // parse restarts the usable protocols from "any", forgetting what the
+                // actions before `clone` required.
                 self.usable = Protocols::ANY;
-                let inner = self.parse_list(arg, false, Outer::Clone);
-                self.usable = saved.and(self.usable);
-                Action::Clone(inner?)
+                Action::Clone(self.parse_list(arg, false, Outer::Clone)?)
             }
             "check_pkt_larger" => parse_check_pkt_larger(arg)?,
             "meter" => {
