@@ -164,6 +164,8 @@ pub struct CaseOutcome {
     pub reason: Option<String>,
     /// The full trace text, if the trace ran.
     pub trace: Option<String>,
+    /// The `Megaflow:` line, if the trace ran.
+    pub megaflow: Option<String>,
 }
 
 fn strip<'a>(cmd: &'a str, prog: &str) -> &'a str {
@@ -296,6 +298,7 @@ pub fn replay_trace_case(case: &TraceCase) -> CaseOutcome {
         got,
         reason: Some(reason),
         trace,
+        megaflow: None,
     };
     let mut sw = Switch::new();
     let mut now_ms = 0;
@@ -331,10 +334,14 @@ pub fn replay_trace_case(case: &TraceCase) -> CaseOutcome {
             got,
             reason: None,
             trace: Some(text),
+            megaflow: Some(report.megaflow()),
         }
     } else {
         let reason = format!("expected `{}', got `{got}'", case.expected);
-        fail(got, reason, Some(text))
+        CaseOutcome {
+            megaflow: Some(report.megaflow()),
+            ..fail(got, reason, Some(text))
+        }
     }
 }
 

@@ -155,8 +155,15 @@ fn frag(v: &str) -> Result<u8, OdpError> {
 pub fn parse_key(s: &str) -> Result<FlowKey, OdpError> {
     let mut key = FlowKey::default();
     parse_attrs(s, &mut key, 0)?;
+    // An Ethernet frame without an Ethertype is an 802.3 frame: OVS's FLOW_DL_TYPE_NONE.
+    if !split_top(s)?.iter().any(|a| a.starts_with("eth_type(")) {
+        key.set_dl_type(FLOW_DL_TYPE_NONE);
+    }
     Ok(key)
 }
+
+/// OVS's `dl_type` for 802.3 frames without SNAP (`FLOW_DL_TYPE_NONE`).
+pub const FLOW_DL_TYPE_NONE: u16 = 0x05ff;
 
 fn parse_attrs(s: &str, key: &mut FlowKey, depth: usize) -> Result<(), OdpError> {
     for item in split_top(s)? {

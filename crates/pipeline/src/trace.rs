@@ -129,13 +129,10 @@ impl TraceReport {
         format_actions(&self.output.actions)
     }
 
-    /// The megaflow as OVS prints it: over the datapath key (`in_port` a datapath port).
+    /// The megaflow as OVS's trace prints it (`in_port` as the OpenFlow port).
     pub fn megaflow(&self) -> String {
-        let mut key = self.flow;
+        let key = self.flow;
         let mut wc = self.output.wc;
-        if let Some(dp) = self.dp_in_port {
-            key.set_in_port(dp);
-        }
         wc.set(fields::RECIRC_ID, 0);
         // Tag presence is part of OVS's datapath Ethernet type: not printed for untagged
         // packets.

@@ -302,6 +302,14 @@ fn wc_finish(key: &FlowKey, wc: &mut FlowKey) {
             wc.set(tci, wc.get(tci) | u128::from(VLAN_CFI));
         }
     }
+    // Absent tags have no bits to match but their absence (their TCI is always 0).
+    if key.vlan_tci() & VLAN_CFI == 0 {
+        wc.set(fields::VLAN_TCI, u128::from(VLAN_CFI));
+        wc.set(fields::VLAN_TPID1, 0);
+        wc.set(fields::VLAN_TCI1, 0);
+    } else if key.vlan_tci1() & VLAN_CFI == 0 {
+        wc.set(fields::VLAN_TCI1, u128::from(VLAN_CFI));
+    }
     if key.nw_frag() & FRAG_LATER != 0 {
         wc.set(fields::TP_SRC, 0);
         wc.set(fields::TP_DST, 0);
