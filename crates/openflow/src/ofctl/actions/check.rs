@@ -94,7 +94,10 @@ impl FlowState {
     /// match, as `mf_check_src`/`mf_check_dst` do) or `mf_are_prereqs_ok` (false: on the
     /// flow alone, as the `set_field` check does).
     pub(crate) fn prereqs_ok_with(&self, f: &Field, match_ct: bool) -> bool {
-        let l4 = |proto: u8| self.is_ip_any() && self.nw_proto == proto;
+        // OVS: L4 fields also need a non-later fragment (the mask is not checked).
+        let l4 = |proto: u8| {
+            self.is_ip_any() && self.nw_proto == proto && self.nw_frag & FLOW_NW_FRAG_LATER == 0
+        };
         let icmp6 = self.dl_type == ETH_TYPE_IPV6 && self.nw_proto == 58;
         match f.prereq {
             Prereq::None | Prereq::Ethernet => true,
