@@ -411,6 +411,20 @@ fn differential_against_ovs_ofctl() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Inputs where ovs-ofctl 3.1 (on the development machines) differs from the OVS source
+/// the cases come from, which ferrovs follows: 3.1 truncates 32-bit arguments silently
+/// and lacks subfield observation ids in `sample`.
+fn differs_in_ovs_3_1(flow: &str) -> bool {
+    let big_number = flow
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|t| t.len() >= 10 && t.parse::<u64>().map_or(true, |v| v > u64::from(u32::MAX)));
+    let sample_field = ["obs_domain_id=", "obs_point_id="].iter().any(|k| {
+        flow.match_indices(k)
+            .any(|(i, _)| flow[i + k.len()..].starts_with(|c: char| c.is_ascii_alphabetic()))
+    });
+    big_number || sample_field
+}
+
 /// Replays a file of `{"flow", "option", "want": {"ok"|"err"}}` lines recorded from
 /// `ovs-ofctl -O OPTION parse-flow FLOW` (random action lists; the generator lives
 /// outside the repository). Set `FERROVS_OFCTL_DIFF_CASES` to the file to run it.
@@ -432,6 +446,9 @@ fn differential_recorded_cases() {
             (None, Some(e)) => format!("error: {e}"),
             _ => continue,
         };
+        if differs_in_ovs_3_1(flow) {
+            continue;
+        }
         let Some((match_text, actions)) = split(flow) else {
             continue;
         };

@@ -83,18 +83,6 @@ fn requires_ct(f: &Field) -> bool {
     matches!(f.id, FieldId::CtMark | FieldId::CtLabel)
 }
 
-/// OVS instruction types, in the order OpenFlow 1.1+ requires.
-fn instruction_type(a: &Action) -> (u8, &'static str) {
-    match a {
-        Action::Meter { .. } => (0, "meter"),
-        Action::ClearActions => (2, "clear_actions"),
-        Action::WriteActions(_) => (3, "write_actions"),
-        Action::WriteMetadata { .. } => (4, "write_metadata"),
-        Action::GotoTable { .. } => (5, "goto_table"),
-        _ => (1, "apply_actions"),
-    }
-}
-
 fn outer_name(o: Outer) -> &'static str {
     match o {
         Outer::None => "",
@@ -104,62 +92,31 @@ fn outer_name(o: Outer) -> &'static str {
     }
 }
 
-/// OVS `ofpacts_verify`: conjunction exclusivity, nesting rules and instruction order.
+/// OVS `ofpacts_verify`: conjunction exclusivity, nesting rules and instruction order,
+/// action by action (so the first offending action decides the error).
 pub(crate) fn verify(
     actions: &[Action],
     allow_instructions: bool,
     outer: Outer,
 ) -> Result<(), Error> {
-    if let Some(other) = actions
-        .iter()
-        .find(|a| !matches!(a, Action::Conjunction { .. } | Action::Note(_)))
-    {
-        if actions
-            .iter()
-            .any(|a| matches!(a, Action::Conjunction { .. }))
-        {
-            return Err(err(format!(
-                "\"conjunction\" actions may be used along with \"note\" but not any other kind of action (such as the \"{}\" action used here)",
-                action_name(other)
-            )));
-        }
-    } else if !actions.is_empty() {
-        return Ok(());
-    }
     let mut inst = 0u8;
     for (i, a) in actions.iter().enumerate() {
-        let field = mf_dst(a);
-        if field.is_some_and(requires_ct) && outer != Outer::Ct {
-            return Err(err("cannot set CT fields outside of ct action"));
+        if matches!(a, Action::Conjunction { .. }) {
+            return match actions
+                .iter()
+                .find(|a| !matches!(a, Action::Conjunction { .. } | Action::Note(_)))
+            {
+                Some(other) => Err(err(format!(
+                    "\"conjunction\" actions may be used along with \"note\" but not any other kind of action (such as the \"{}\" action used here)",
+                    action_name(other)
+                ))),
+                None => Ok(()),
+            };
         }
-        if outer != Outer::None {
-            if outer == Outer::Ct {
-                match field {
-                    None => {
-                        return Err(err(format!(
-                            "ct action doesn't support nested action {}",
-                            action_name(a)
-                        )))
-                    }
-                    Some(f) if !requires_ct(f) => {
-                        return Err(err(format!(
-                            "ct action doesn't support nested modification of {}",
-                            f.name
-                        )))
-                    }
-                    Some(_) => {}
-                }
-            }
-            if matches!(a, Action::Meter { .. }) {
-                return Err(err(format!(
-                    "{} action doesn't support nested action meter",
-                    outer_name(outer)
-                )));
-            }
-        }
-        let (next, next_name) = instruction_type(a);
-        let (_, name) = instruction_type_name(inst);
+        verify_nested(a, outer)?;
+        let next = instruction_type(a);
         if i > 0 && (if inst == 1 { next < inst } else { next <= inst }) {
+            let (name, next_name) = (instruction_name(inst), instruction_name(next));
             return Err(err(if next == inst {
                 format!("duplicate {name} instruction not allowed, for OpenFlow 1.1+ compatibility")
             } else {
@@ -168,22 +125,69 @@ pub(crate) fn verify(
                 )
             }));
         }
-        if !allow_instructions && next != 0 && next != 1 {
-            return Err(err(format!("{next_name} instruction not allowed here")));
+        if !allow_instructions && next > 1 {
+            return Err(err(format!(
+                "{} instruction not allowed here",
+                instruction_name(next)
+            )));
         }
         inst = next;
     }
     Ok(())
 }
 
-fn instruction_type_name(t: u8) -> (u8, &'static str) {
-    let name = match t {
+/// OVS `ofpacts_verify_nested`.
+fn verify_nested(a: &Action, outer: Outer) -> Result<(), Error> {
+    let field = mf_dst(a);
+    if field.is_some_and(requires_ct) && outer != Outer::Ct {
+        return Err(err("cannot set CT fields outside of ct action"));
+    }
+    if outer == Outer::Ct {
+        match field {
+            None => {
+                return Err(err(format!(
+                    "ct action doesn't support nested action {}",
+                    action_name(a)
+                )))
+            }
+            Some(f) if !requires_ct(f) => {
+                return Err(err(format!(
+                    "ct action doesn't support nested modification of {}",
+                    f.name
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    if outer != Outer::None && matches!(a, Action::Meter { .. }) {
+        return Err(err(format!(
+            "{} action doesn't support nested action meter",
+            outer_name(outer)
+        )));
+    }
+    Ok(())
+}
+
+/// OVS instruction types, in the order OpenFlow 1.1+ requires (0 meter, 1 apply-actions,
+/// 2 clear_actions, 3 write_actions, 4 write_metadata, 5 goto_table).
+fn instruction_type(a: &Action) -> u8 {
+    match a {
+        Action::Meter { .. } => 0,
+        Action::ClearActions => 2,
+        Action::WriteActions(_) => 3,
+        Action::WriteMetadata { .. } => 4,
+        Action::GotoTable { .. } => 5,
+        _ => 1,
+    }
+}
+
+fn instruction_name(t: u8) -> &'static str {
+    match t {
         0 => "meter",
         1 => "apply_actions",
         2 => "clear_actions",
         3 => "write_actions",
         4 => "write_metadata",
         _ => "goto_table",
-    };
-    (t, name)
+    }
 }
