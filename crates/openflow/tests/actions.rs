@@ -487,3 +487,249 @@ fn differential_recorded_cases() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A small deterministic generator (xorshift) for random action lists.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % n as u64).unwrap_or(0)
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+
+    /// 0, 1, the maximum, or a random value of `bits` bits.
+    fn num(&mut self, bits: u32) -> u64 {
+        let max = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1 << bits) - 1
+        };
+        match self.below(4) {
+            0 => 0,
+            1 => 1,
+            2 => max,
+            _ => self.next() & max,
+        }
+    }
+
+    fn subfield(&mut self) -> String {
+        let f = self.pick(&[
+            "reg0",
+            "reg1",
+            "NXM_NX_REG3",
+            "xreg1",
+            "xxreg0",
+            "NXM_OF_IN_PORT",
+            "NXM_NX_PKT_MARK",
+            "metadata",
+            "tun_id",
+            "NXM_OF_ETH_SRC",
+            "NXM_OF_VLAN_TCI",
+            "NXM_OF_IP_SRC",
+            "NXM_OF_TCP_SRC",
+            "OXM_OF_PKT_REG2",
+        ]);
+        let a = self.below(20);
+        match self.below(4) {
+            0 => f.to_string(),
+            1 => format!("{f}[]"),
+            2 => format!("{f}[{a}..{}]", a + self.below(14)),
+            _ => format!("{f}[{a}]"),
+        }
+    }
+
+    fn action(&mut self) -> String {
+        let port = self.pick(&[
+            "1",
+            "2",
+            "65279",
+            "LOCAL",
+            "IN_PORT",
+            "NORMAL",
+            "flood",
+            "controller",
+        ]);
+        match self.below(24) {
+            0 => format!("{}{port}", self.pick(&["output:", ""])),
+            1 => format!("output:{}", self.subfield()),
+            2 => format!("enqueue:{port}:{}", self.num(16)),
+            3 => format!(
+                "resubmit({},{})",
+                self.pick(&["", "2", "IN_PORT"]),
+                self.num(8)
+            ),
+            4 => format!(
+                "{}:{}",
+                self.pick(&["mod_vlan_vid", "set_vlan_vid"]),
+                self.num(12)
+            ),
+            5 => format!(
+                "{}:{}",
+                self.pick(&["mod_vlan_pcp", "set_vlan_pcp"]),
+                self.below(9)
+            ),
+            6 => self
+                .pick(&[
+                    "strip_vlan",
+                    "pop_vlan",
+                    "push_vlan:0x8100",
+                    "push_vlan:0x88a8",
+                ])
+                .into(),
+            7 => format!("mod_nw_src:{}.0.0.{}", self.below(256), self.below(256)),
+            8 => format!("mod_nw_tos:{}", self.below(64) * 4),
+            9 => format!("mod_nw_ecn:{}", self.below(4)),
+            10 => format!("mod_nw_ttl:{}", self.num(8)),
+            11 => format!(
+                "{}:{}",
+                self.pick(&["mod_tp_src", "mod_tp_dst"]),
+                self.num(16)
+            ),
+            12 => format!(
+                "set_field:{}->{}",
+                self.num(16),
+                self.pick(&[
+                    "reg0", "pkt_mark", "tun_id", "tcp_src", "udp_dst", "vlan_vid", "vlan_pcp"
+                ])
+            ),
+            13 => format!("load:{:#x}->{}", self.num(8), self.subfield()),
+            14 => format!("move:{}->{}", self.subfield(), self.subfield()),
+            15 => self
+                .pick(&[
+                    "dec_ttl",
+                    "dec_ttl(1,2)",
+                    "dec_mpls_ttl",
+                    "exit",
+                    "ct_clear",
+                ])
+                .into(),
+            16 => format!("set_mpls_label({})", self.num(20)),
+            17 => format!(
+                "{}:{:#x}",
+                self.pick(&["set_tunnel", "set_tunnel64"]),
+                self.num(40)
+            ),
+            18 => format!("note:{:02x}.{:02x}", self.below(256), self.below(256)),
+            19 => format!(
+                "ct({}zone={},exec(set_field:{}->ct_mark))",
+                self.pick(&["commit,", ""]),
+                self.num(16),
+                self.num(32)
+            ),
+            20 => format!(
+                "learn(table={},{}=NXM_OF_ETH_SRC[],load:{}->NXM_NX_REG1[0..7],output:{})",
+                self.num(8),
+                self.pick(&["NXM_OF_ETH_DST[]", "reg0[0..47]"]),
+                self.num(8),
+                self.subfield()
+            ),
+            21 => format!("{}:{}", self.pick(&["push", "pop"]), self.subfield()),
+            22 => format!(
+                "multipath(eth_src,{},hrw,{},0,{})",
+                self.num(16),
+                1 + self.below(20),
+                self.subfield()
+            ),
+            _ => format!("clone({},{})", self.action(), self.action()),
+        }
+    }
+
+    fn actions(&mut self) -> String {
+        let mut parts = Vec::new();
+        if self.below(8) == 0 {
+            parts.push(format!("meter:{}", self.below(3)));
+        }
+        for _ in 0..self.below(4) {
+            parts.push(self.action());
+        }
+        if self.below(5) == 0 {
+            parts.push("clear_actions".into());
+        }
+        if self.below(5) == 0 {
+            parts.push(format!("write_actions({})", self.action()));
+        }
+        if self.below(5) == 0 {
+            parts.push(format!("write_metadata:{:#x}/0xff", self.num(64)));
+        }
+        if self.below(5) == 0 {
+            parts.push(format!("goto_table:{}", self.num(8)));
+        }
+        if parts.is_empty() {
+            "drop".into()
+        } else {
+            parts.join(",")
+        }
+    }
+}
+
+/// Random action lists (fixed seed) compared with the real `ovs-ofctl parse-flow` under
+/// OpenFlow 1.0, 1.1, 1.3 and 1.5: printed form or error message. Needs `ovs-ofctl`:
+/// `cargo test -p openflow --test actions -- --ignored`.
+#[test]
+#[ignore = "needs ovs-ofctl"]
+fn differential_random_against_ovs_ofctl() {
+    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+    let matches = [
+        "",
+        "ip",
+        "ipv6",
+        "tcp",
+        "udp",
+        "sctp",
+        "mpls",
+        "dl_vlan=5",
+        "ip,ct_state=+trk+est",
+        "arp",
+        "tcp,nw_frag=later",
+    ];
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for _ in 0..250 {
+        let m = g.pick(&matches);
+        let flow = if m.is_empty() {
+            format!("actions={}", g.actions())
+        } else {
+            format!("{m},actions={}", g.actions())
+        };
+        let (match_text, actions) = split(&flow).expect("flow with actions");
+        let m = parse_match(&match_text).expect("match parses");
+        for (option, v) in [
+            ("OpenFlow10", OfVersion::Of10),
+            ("OpenFlow11", OfVersion::Of11),
+            ("OpenFlow13", OfVersion::Of13),
+            ("OpenFlow15", OfVersion::Of15),
+        ] {
+            let Some(want) = ovs_ofctl_actions(&flow, option) else {
+                continue;
+            };
+            let want = want.unwrap_or_else(|e| format!("error: {e}"));
+            if want.contains("decode error") {
+                continue;
+            }
+            let ctx = ActionContext::new(&m, Protocols::ANY);
+            let got = match parse_actions(actions, &ctx) {
+                Ok(p) => format_actions(&p.actions, v),
+                Err(e) => format!("error: {e}"),
+            };
+            compared += 1;
+            if got != want {
+                failures.push(format!("{option} {flow}\n  want {want}\n  got  {got}"));
+            }
+        }
+    }
+    println!(
+        "random ovs-ofctl differential: {compared} compared, {} differ",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
