@@ -290,6 +290,18 @@ fn run_step(sw: &mut Switch, step: &SetupStep, now_ms: &mut u64) -> Result<(), S
     Ok(())
 }
 
+/// Builds a switch by running `setup` in order (what [`replay_trace_case`] does before its
+/// trace); also usable by other harnesses (the differential tester). Returns the switch and
+/// its clock (advanced by each `trace_generate`), or the failing step's index and error.
+pub fn build_switch(setup: &[SetupStep]) -> Result<(Switch, u64), String> {
+    let mut sw = Switch::new();
+    let mut now_ms = 0;
+    for (i, step) in setup.iter().enumerate() {
+        run_step(&mut sw, step, &mut now_ms).map_err(|e| format!("setup step {i}: {e}"))?;
+    }
+    Ok((sw, now_ms))
+}
+
 /// Builds the case's switch, traces its packet and compares the datapath actions.
 pub fn replay_trace_case(case: &TraceCase) -> CaseOutcome {
     let fail = |got: String, reason: String, trace: Option<String>| CaseOutcome {
@@ -300,13 +312,10 @@ pub fn replay_trace_case(case: &TraceCase) -> CaseOutcome {
         trace,
         megaflow: None,
     };
-    let mut sw = Switch::new();
-    let mut now_ms = 0;
-    for (i, step) in case.setup.iter().enumerate() {
-        if let Err(e) = run_step(&mut sw, step, &mut now_ms) {
-            return fail(String::new(), format!("setup step {i}: {e}"), None);
-        }
-    }
+    let (sw, now_ms) = match build_switch(&case.setup) {
+        Ok(x) => x,
+        Err(e) => return fail(String::new(), e, None),
+    };
     let input = if case.odp_input {
         TraceInput::Datapath(&case.trace_input)
     } else {

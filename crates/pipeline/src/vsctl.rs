@@ -115,22 +115,39 @@ pub fn apply(sw: &SwitchConfig, args: &str) -> Result<SwitchConfig, ConfigError>
     let mut new = sw.clone();
     let words = words(args)?;
     let mut refs = Refs::default();
-    // Creates are resolved before the commands that use them (ovs-vsctl semantics: `@name`
-    // may be used before the `--id=@name` command that defines it).
+    // `create`s may be referenced before the command that defines them (ovs-vsctl
+    // semantics), so they are collected first; `get`s and every other command run in order
+    // (a `get` may name a port added earlier in the same invocation); port references inside
+    // mirrors are resolved once everything ran.
     let commands: Vec<&[String]> = words
         .split(|w| w == "--")
         .filter(|c| !c.is_empty())
         .collect();
     for cmd in &commands {
         if let Some(id) = cmd[0].strip_prefix("--id=") {
-            define(&new, &mut refs, id, &cmd[1..])?;
+            if cmd.get(1).is_some_and(|v| v == "create") {
+                define(&new, &mut refs, id, &cmd[1..])?;
+            }
         }
     }
     for cmd in &commands {
-        if cmd[0].starts_with("--id=") {
-            continue;
+        match cmd[0].strip_prefix("--id=") {
+            Some(id) if !cmd.get(1).is_some_and(|v| v == "create") => {
+                define(&new, &mut refs, id, &cmd[1..])?
+            }
+            Some(_) => {}
+            None => run(&mut new, &refs, cmd)?,
         }
-        run(&mut new, &refs, cmd)?;
+    }
+    for m in new.bridges.iter_mut().flat_map(|b| b.mirrors.iter_mut()) {
+        for p in m
+            .select_src_port
+            .iter_mut()
+            .chain(m.select_dst_port.iter_mut())
+            .chain(m.output_port.iter_mut())
+        {
+            *p = refs.port(p)?;
+        }
     }
     new.validate()?;
     Ok(new)
@@ -288,22 +305,11 @@ fn set_bridge(
         "mirrors" => {
             b.mirrors.clear();
             for id in v.split(',').filter(|s| !s.is_empty()) {
-                let mut m = refs
+                let m = refs
                     .mirrors
                     .get(id)
                     .cloned()
                     .ok_or_else(|| invalid(format!("{id}: unknown mirror reference")))?;
-                m.select_src_port = m
-                    .select_src_port
-                    .iter()
-                    .map(|p| refs.port(p))
-                    .collect::<Result<_, _>>()?;
-                m.select_dst_port = m
-                    .select_dst_port
-                    .iter()
-                    .map(|p| refs.port(p))
-                    .collect::<Result<_, _>>()?;
-                m.output_port = m.output_port.as_deref().map(|p| refs.port(p)).transpose()?;
                 b.mirrors.push(m);
             }
         }

@@ -354,6 +354,15 @@ impl Ctx<'_> {
         if p.vlan_mode == VlanMode::Dot1qTunnel && !p.cvlans.is_empty() {
             exact(&mut self.wc, fields::VLAN_TCI1);
         }
+        // The output tags carry the packet's priority bits (and a priority-only tag exists
+        // only if they are non-zero): they are consulted.
+        if self.flow.vlan_tci() & VLAN_CFI != 0 {
+            let m = self.wc.get(fields::VLAN_TCI) | u128::from(PCP_MASK | VID_MASK | VLAN_CFI);
+            self.wc.set(fields::VLAN_TCI, m);
+            if self.flow.vlan_tci1() & VLAN_CFI != 0 {
+                exact(&mut self.wc, fields::VLAN_TCI1);
+            }
+        }
         let mut out = output_translate(p, x);
         if p.priority_tags != PriorityTags::Never {
             out[0].pcp = self.flow.vlan_tci() & PCP_MASK;

@@ -466,3 +466,242 @@ proptest! {
 fn format_actions_for(o: &XlateOutput) -> String {
     crate::odp::format_actions(&o.actions)
 }
+
+// ---- NORMAL and mirrors ----
+
+/// A standalone bridge built with `vsctl` (ports p1..pN get OpenFlow port N).
+fn l2(vsctl: &str) -> Switch {
+    let mut sw = Switch::new();
+    sw.vsctl(&format!(
+        "add-br br0 -- set bridge br0 fail-mode=standalone -- {vsctl}"
+    ))
+    .expect("valid setup");
+    sw
+}
+
+fn eth(in_port: u32, src: u8, dst: &str, vlan: Option<u16>) -> String {
+    let head = format!("in_port({in_port}),eth(src=50:54:00:00:00:{src:02x},dst={dst}),");
+    match vlan {
+        Some(v) => format!("{head}eth_type(0x8100),vlan(vid={v},pcp=0),encap(eth_type(0x1234))"),
+        None => format!("{head}eth_type(0x1234)"),
+    }
+}
+
+fn learn(sw: &Switch, key: &str) -> String {
+    let opts = XlateOptions {
+        learn: true,
+        ..XlateOptions::default()
+    };
+    sw.trace(TraceInput::Datapath(key), opts)
+        .expect("valid trace")
+        .datapath_actions()
+}
+
+const BCAST: &str = "ff:ff:ff:ff:ff:ff";
+
+#[test]
+fn normal_learns_and_forwards_to_learned_port() {
+    let sw = l2("add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3");
+    assert_eq!(learn(&sw, &eth(1, 5, BCAST, None)), "100,2,3");
+    assert_eq!(odp(&sw, &eth(2, 6, "50:54:00:00:00:05", None)), "1");
+    // Without side effects nothing was learned from p2.
+    assert_eq!(odp(&sw, &eth(1, 5, "50:54:00:00:00:06", None)), "100,2,3");
+    let before = sw.counters.get(DropReason::LearnedInPort);
+    assert_eq!(odp(&sw, &eth(1, 7, "50:54:00:00:00:05", None)), "drop");
+    assert_eq!(sw.counters.get(DropReason::LearnedInPort), before + 1);
+    // A reserved destination is never forwarded.
+    assert_eq!(odp(&sw, &eth(1, 7, "01:80:c2:00:00:00", None)), "drop");
+    assert_eq!(sw.counters.get(DropReason::ReservedMac), 1);
+}
+
+#[test]
+fn normal_vlan_access_and_trunk() {
+    let sw = l2(
+        "add-port br0 p1 tag=10 -- add-port br0 p2 tag=20 -- add-port br0 p3 trunks=10,20 \
+                 -- add-port br0 p4 tag=10",
+    );
+    assert_eq!(
+        odp(&sw, &eth(1, 5, BCAST, None)),
+        "push_vlan(vid=10,pcp=0),100,3,pop_vlan,4"
+    );
+    assert_eq!(odp(&sw, &eth(3, 5, BCAST, Some(20))), "100,pop_vlan,2");
+    // A tagged frame on an access port, or a VLAN a trunk does not carry, is dropped.
+    assert_eq!(odp(&sw, &eth(1, 5, BCAST, Some(10))), "drop");
+    assert_eq!(odp(&sw, &eth(3, 5, BCAST, Some(30))), "drop");
+    assert_eq!(sw.counters.get(DropReason::InvalidVlan), 2);
+}
+
+#[test]
+fn normal_native_and_dot1q_tunnel() {
+    let sw = l2(
+        "add-port br0 p1 trunks=10,20 -- add-port br0 p2 vlan_mode=native-untagged tag=10 \
+                 -- add-port br0 p3 vlan_mode=native-tagged tag=20 \
+                 -- add-port br0 p4 vlan_mode=dot1q-tunnel tag=30 other-config:qinq-ethtype=802.1q",
+    );
+    // VLAN 10 leaves the native-untagged port untagged.
+    assert_eq!(
+        odp(&sw, &eth(1, 5, BCAST, Some(10))),
+        "100,pop_vlan,2,push_vlan(vid=10,pcp=0),3"
+    );
+    // An untagged frame on a native port is in its native VLAN; a native port with no
+    // `trunks` carries every VLAN but 0.
+    assert_eq!(
+        odp(&sw, &eth(3, 5, BCAST, None)),
+        "push_vlan(vid=20,pcp=0),100,1,2"
+    );
+    // The tunnel port pushes its outer tag; only ports carrying 30 get the frame.
+    assert_eq!(
+        odp(&sw, &eth(4, 5, BCAST, Some(7))),
+        "push_vlan(vid=30,pcp=0),100,2,3"
+    );
+}
+
+#[test]
+fn mirrors_select_and_output() {
+    let mut sw = switch(&[
+        "in_port=1,actions=output:2",
+        "in_port=2,actions=mod_vlan_vid:9,output:1",
+    ]);
+    sw.vsctl(
+        "set Bridge br0 mirrors=@m -- --id=@p1 get Port p1 -- --id=@p3 get Port p3 \
+         -- --id=@m create Mirror name=m select_src_port=@p1 output_port=@p3",
+    )
+    .expect("valid mirror");
+    assert_eq!(odp(&sw, IP1), "3,2");
+    // Not selected: from p2.
+    assert_eq!(
+        odp(&sw, &IP1.replace("in_port(1)", "in_port(2)")),
+        "push_vlan(vid=9,pcp=0),1"
+    );
+    // The mirror port receives nothing.
+    assert_eq!(odp(&sw, &IP1.replace("in_port(1)", "in_port(3)")), "drop");
+    assert_eq!(sw.counters.get(DropReason::MirrorPort), 1);
+}
+
+#[test]
+fn mirror_to_vlan_and_again_after_modification() {
+    let mut sw = switch(&["in_port=1,actions=output:2,mod_vlan_vid:17,output:4"]);
+    sw.vsctl(
+        "set Bridge br0 mirrors=@m -- --id=@m create Mirror name=m select_all=true output_vlan=12",
+    )
+    .expect("valid mirror");
+    // RSPAN: every port carrying VLAN 12 (all trunks here) gets a tagged copy, once per
+    // version of the packet; the modified version is mirrored again.
+    assert_eq!(
+        odp(&sw, IP1),
+        "push_vlan(vid=12,pcp=0),100,1,2,3,4,pop_vlan,2,push_vlan(vid=17,pcp=0),4,\
+         pop_vlan,push_vlan(vid=12,pcp=0),100,1,2,3,4"
+    );
+}
+
+fn l2_switch_strategy() -> impl Strategy<Value = (String, Vec<String>)> {
+    let port = prop_oneof![
+        Just(String::new()),
+        Just("tag=10".to_string()),
+        Just("tag=20".to_string()),
+        Just("trunks=10,20".to_string()),
+        Just("vlan_mode=native-untagged tag=10".to_string()),
+        Just("vlan_mode=native-tagged tag=20 trunks=10,20".to_string()),
+        Just("vlan_mode=dot1q-tunnel tag=20 cvlans=10".to_string()),
+    ];
+    let mirror = prop_oneof![
+        Just(String::new()),
+        Just("select_all=true output_port=@p4".to_string()),
+        Just("select_src_port=@p1 output_port=@p4".to_string()),
+        Just("select_dst_port=@p2 select_vlan=10 output_port=@p4".to_string()),
+        Just("select_all=true output_vlan=20".to_string()),
+    ];
+    let flows = prop::collection::vec(
+        prop_oneof![
+            Just("priority=5,in_port=1,actions=NORMAL,mod_vlan_vid:20,NORMAL".to_string()),
+            Just("priority=5,dl_vlan=10,actions=strip_vlan,output:3,NORMAL".to_string()),
+            Just("priority=4,dl_dst=50:54:00:00:00:02,actions=resubmit(,1)".to_string()),
+            Just("table=1,actions=mod_dl_src:50:54:00:00:00:09,NORMAL".to_string()),
+            Just("priority=3,in_port=2,actions=FLOOD".to_string()),
+            Just("priority=3,vlan_tci=0,actions=output:2,NORMAL".to_string()),
+        ],
+        0..4,
+    );
+    (prop::collection::vec(port, 4), mirror, flows).prop_map(|(ports, mirror, flows)| {
+        let mut v = String::from("add-br br0 -- set bridge br0 fail-mode=standalone");
+        for (i, p) in ports.iter().enumerate() {
+            v.push_str(&format!(
+                " -- add-port br0 p{n} {p} -- set Interface p{n} ofport_request={n}",
+                n = i + 1
+            ));
+        }
+        if !mirror.is_empty() {
+            v.push_str(&format!(
+                " -- set Bridge br0 mirrors=@m -- --id=@p1 get Port p1 -- --id=@p2 get Port p2 \
+                 -- --id=@p4 get Port p4 -- --id=@m create Mirror name=m {mirror}"
+            ));
+        }
+        (v, flows)
+    })
+}
+
+fn l2_packet_strategy() -> impl Strategy<Value = FlowKey> {
+    (
+        prop::sample::select(vec![1u32, 2, 3, 4, 0xfffe]),
+        0u64..4,
+        prop::sample::select(vec![1u64, 2, 3, 0xffff_ffff_ffff, 0x0180_c200_0000]),
+        prop::option::of((prop::sample::select(vec![0u16, 10, 20, 30]), 0u16..2)),
+        prop::sample::select(vec![0x0800u16, 0x0806, 0x1234]),
+    )
+        .prop_map(|(in_port, src, dst, vlan, dl_type)| {
+            let mut k = FlowKey::default();
+            k.set_in_port(in_port);
+            k.set_dl_src(0x5054_0000_0000 | src);
+            k.set_dl_dst(if dst < 16 {
+                0x5054_0000_0000 | dst
+            } else {
+                dst
+            });
+            k.set_dl_type(dl_type);
+            if let Some((vid, pcp)) = vlan {
+                k.set_vlan_tpid(0x8100);
+                k.set_vlan_tci(VLAN_CFI | vid | (pcp << 13));
+            }
+            if dl_type == 0x0806 {
+                k.set_nw_proto(1);
+                k.set_nw_src(0x0a00_0001);
+                k.set_nw_dst(0x0a00_0001 + u32::try_from(src).unwrap_or(0) % 2);
+            }
+            if dl_type == 0x0800 {
+                k.set_nw_proto(17);
+                k.set_nw_ttl(64);
+            }
+            k
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+    #[test]
+    fn megaflow_soundness_normal_vlans_mirrors(
+        (setup, flows) in l2_switch_strategy(),
+        learned in prop::collection::vec(l2_packet_strategy(), 0..4),
+        packets in prop::collection::vec((l2_packet_strategy(), l2_packet_strategy()), 6),
+    ) {
+        let mut sw = Switch::new();
+        sw.vsctl(&setup).expect("valid setup");
+        let flows: Vec<&str> = flows.iter().map(String::as_str).collect();
+        sw.add_flows_text("br0", &flows, "").expect("valid flows");
+        let learn = XlateOptions { learn: true, ..XlateOptions::default() };
+        for mut k in learned {
+            normalize_key(&mut k, 1);
+            sw.translate("br0", &k, learn, None).expect("bridge exists");
+        }
+        for (p, q) in packets {
+            let mut p = p;
+            normalize_key(&mut p, 1);
+            let a = sw.translate("br0", &p, XlateOptions::default(), None).expect("bridge exists");
+            let other = blend(&p, &q, &a.wc);
+            let b = sw.translate("br0", &other, XlateOptions::default(), None).expect("bridge exists");
+            prop_assert_eq!(
+                format_actions_for(&a), format_actions_for(&b),
+                "setup {}\nflows {:?}\npacket {:?}\nmask {:?}\nother {:?}", setup, flows, p, a.wc, other
+            );
+        }
+    }
+}
