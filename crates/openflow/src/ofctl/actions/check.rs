@@ -11,11 +11,10 @@
 //! tagged.
 
 use super::check_error;
-use super::parse::OFPP_MAX;
 use crate::action::{Action, CtZone, NatAddrs};
 use crate::field::{Field, FieldId, Prereq, Protocols};
 use crate::flow_match::Match;
-use crate::ofctl::value::{OFPP_IN_PORT, OFPP_LOCAL, OFPP_NONE};
+use crate::ofctl::value::{OFPP_IN_PORT, OFPP_LOCAL, OFPP_MAX, OFPP_NONE};
 use crate::subfield::Subfield;
 use crate::Error;
 

@@ -1,5 +1,5 @@
-//! Parsers for each action (OVS `parse_*` in `ofp-actions.c`), and the list parser
-//! (`ofpacts_parse__` and `ofpacts_verify`).
+//! Parsers for each action (OVS `parse_*` in `ofp-actions.c`) and the list parser
+//! (`ofpacts_parse__`); the list is then verified by [`super::verify`].
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -11,15 +11,13 @@ use crate::action::{
 use crate::field::{Field, FieldId, Protocols};
 use crate::ofctl::value::{
     parse_int, parse_mac, parse_port, parse_uint, parse_value_mask, OFPP_CONTROLLER, OFPP_IN_PORT,
-    OFPP_LOCAL, OFPP_NONE,
+    OFPP_LOCAL, OFPP_MAX, OFPP_NONE,
 };
 use crate::subfield::Subfield;
 use crate::Error;
 
 /// OVS `MAX_OFPACT_PARSE_DEPTH`.
 const MAX_DEPTH: usize = 100;
-/// OVS `OFPP_MAX`: ports at or above it are reserved.
-pub(crate) const OFPP_MAX: u16 = 0xff00;
 /// OVS `NX_CT_RECIRC_NONE`.
 const CT_RECIRC_NONE: u8 = 0xff;
 /// OVS `OFPVID12_PRESENT`: the "tag present" bit of OXM `vlan_vid` values.

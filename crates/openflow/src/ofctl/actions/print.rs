@@ -14,7 +14,7 @@
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
-use super::parse::{is_experimenter, OFPP_MAX, OFPVID12_PRESENT};
+use super::parse::{is_experimenter, OFPVID12_PRESENT};
 use crate::action::{
     Action, Bundle, Controller, Ct, CtZone, FieldWrite, Multipath, Nat, NatAddrs, NatKind,
     OfVersion, PacketInReason, Sample, SampleDirection, SampleId,
@@ -22,7 +22,7 @@ use crate::action::{
 use crate::field::{Field, FieldId, Format};
 use crate::ofctl::value::{
     format_mac, format_port, format_value, format_value_mask, OFPP_CONTROLLER, OFPP_IN_PORT,
-    OFPP_NONE,
+    OFPP_MAX, OFPP_NONE,
 };
 use crate::subfield::Subfield;
 
