@@ -364,6 +364,8 @@ struct Ctx<'a> {
     walk: Option<Walk>,
     /// Mirrors this version of the packet was already sent to (OVS `ctx->mirrors`).
     mirrors: u32,
+    /// Nesting level of the walk's lines.
+    indent: usize,
 }
 
 impl Switch {
@@ -399,6 +401,7 @@ impl Switch {
             drops: Vec::new(),
             walk: walk.as_ref().map(|_| Walk::default()),
             mirrors: 0,
+            indent: 0,
         };
         ctx.flow.set_actset_output(u32::from(OFPP_UNSET));
         ctx.note_bridge();
@@ -438,14 +441,14 @@ impl Switch {
 
 impl Ctx<'_> {
     fn note(&mut self, s: &str) {
-        let depth = self.depth as usize;
+        let depth = self.indent;
         if let Some(w) = self.walk.as_mut() {
-            w.push(depth + 1, s.to_string());
+            w.push(depth, s.to_string());
         }
     }
 
     fn note_bridge(&mut self) {
-        let depth = self.depth as usize;
+        let depth = self.indent;
         let name = self.bridge.clone();
         if let Some(w) = self.walk.as_mut() {
             w.push_bridge(depth, &name);
@@ -500,7 +503,7 @@ impl Ctx<'_> {
             .bridge(&self.bridge)
             .and_then(|b| b.table(table))
             .and_then(|t| t.snapshot().lookup(&key, Some(&mut self.wc)).cloned());
-        let depth = self.depth as usize;
+        let depth = self.indent;
         match rule {
             Some(rule) => {
                 let p = rule.payload();
@@ -531,7 +534,9 @@ impl Ctx<'_> {
                 let old_cookie = self.rule_cookie;
                 self.rule_cookie = p.entry.cookie;
                 let actions = p.entry.actions.clone();
+                self.indent += 1;
                 self.do_actions(&actions, last);
+                self.indent -= 1;
                 self.rule_cookie = old_cookie;
                 self.depth -= deepen;
             }
@@ -553,7 +558,13 @@ impl Ctx<'_> {
             }
             let is_last = last && i + 1 == n;
             if self.walk.is_some() {
-                let text = format_of_actions(std::slice::from_ref(a), OfVersion::Of15);
+                // Each action in its most direct spelling (OpenFlow 1.0's where it has one).
+                let version = if a.is_instruction() {
+                    OfVersion::Of13
+                } else {
+                    OfVersion::Of10
+                };
+                let text = format_of_actions(std::slice::from_ref(a), version);
                 self.note(&text);
             }
             if !self.do_action(a, is_last) {
@@ -1012,9 +1023,7 @@ impl Ctx<'_> {
         ] {
             flow.set(f, 0);
         }
-        self.depth += 1;
         self.note_bridge();
-        self.depth -= 1;
         let receives = !self.port(peer_ofport).is_some_and(|q| q.flags.no_receive);
         if receives {
             self.xlate_table(peer_ofport, 0, true, last);
@@ -1044,7 +1053,9 @@ impl Ctx<'_> {
         }
         self.note("Executing action set:");
         self.in_action_set = true;
+        self.indent += 1;
         self.do_actions(&list, true);
+        self.indent -= 1;
         self.in_action_set = false;
     }
 }

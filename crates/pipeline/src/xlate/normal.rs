@@ -327,6 +327,7 @@ impl Ctx<'_> {
             let dup = self
                 .mirror_mask(|o| o.output_port == m.output_port && o.output_vlan == m.output_vlan);
             self.mirrors |= dup | bit;
+            self.indent += 1;
             self.note(&format!("mirror {}", m.name));
             if let Some(out) = &m.output_port {
                 if let Some(p) = self.bridge_ports().into_iter().find(|p| &p.name == out) {
@@ -345,6 +346,7 @@ impl Ctx<'_> {
                     x[0].vid = old;
                 }
             }
+            self.indent -= 1;
             mirrors &= !self.mirrors;
         }
     }
