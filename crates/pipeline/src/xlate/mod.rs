@@ -48,6 +48,15 @@
 //! `actset_output`) are cleared, ICMP type/code masks are cut to 8 bits and later fragments
 //! lose their port masks (OVS `xlate_wc_finish`). **Megaflow soundness** is property-tested:
 //! any packet equal to the translated one on the mask bits gets the same datapath actions.
+//!
+//! # Threads
+//!
+//! Translation takes `&Switch` and may run in any number of threads ([`Switch`] is `Send +
+//! Sync`): counters are atomics and the MAC tables sit behind a mutex taken only by NORMAL.
+//!
+//! Maturity: experimental. Not yet translated (skipped with a `drop_unsupported_action`
+//! count): groups, MPLS, conntrack, bundles, multipath, learn, sample; `output_trunc`
+//! outputs untruncated.
 
 mod commit;
 pub mod normal;
@@ -197,6 +206,12 @@ pub struct ControllerEvent {
     pub userdata: Vec<u8>,
 }
 
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<X: Send + Sync>() {}
+    is::<Switch>();
+}
+
 /// Options of one translation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct XlateOptions {
@@ -233,6 +248,18 @@ pub enum XlateError {
     /// The bridge does not exist.
     #[error("no bridge named {0}")]
     NoSuchBridge(String),
+    /// No port has this datapath number.
+    #[error("no port with datapath number {0}")]
+    NoSuchDpPort(u32),
+}
+
+/// What an upcall returns: the bridge the packet entered and the translation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upcall {
+    /// The bridge of the input port.
+    pub bridge: String,
+    /// The translation; its mask is over the datapath key (`in_port` is always exact).
+    pub output: XlateOutput,
 }
 
 fn exact(wc: &mut FlowKey, f: KeyField) {
@@ -369,6 +396,33 @@ struct Ctx<'a> {
 }
 
 impl Switch {
+    /// The datapath's entry point: translates a packet's key as the datapath extracted it
+    /// (`in_port` = the datapath port), on the bridge that port belongs to. The key is
+    /// normalized first ([`normalize_key`] with the bridge's VLAN limit; the datapath should
+    /// extract with the same limit so that its megaflows match). `learn` and `credit_bytes`
+    /// in `opts` make it a real upcall (MAC learning, rule counters).
+    pub fn upcall(&self, key: &FlowKey, opts: XlateOptions) -> Result<Upcall, XlateError> {
+        let dp = key.in_port();
+        let port = self
+            .layout()
+            .port_by_dp(dp)
+            .ok_or(XlateError::NoSuchDpPort(dp))?;
+        let limit = self
+            .config()
+            .bridges
+            .iter()
+            .find(|b| b.name == port.bridge)
+            .map_or(1, |b| b.vlan_limit);
+        let mut k = *key;
+        k.set_in_port(u32::from(port.ofport));
+        normalize_key(&mut k, limit);
+        let output = self.translate(&port.bridge, &k, opts, None)?;
+        Ok(Upcall {
+            bridge: port.bridge.clone(),
+            output,
+        })
+    }
+
     /// Translates `key` (with `in_port` = an OpenFlow port of `bridge`) into datapath
     /// actions and a megaflow mask. With `walk`, records the walk for `trace`.
     pub fn translate(

@@ -28,6 +28,13 @@
 //! version: as in OVS master, modifying the packet (VLAN, addresses, TTL...) allows mirroring
 //! the new version again. A port that is a mirror's output receives nothing else and drops
 //! what it receives.
+//!
+//! Configuration (see [`crate::bridge`]): Port `tag`, `trunks`, `vlan_mode`, `cvlans`,
+//! `other_config:priority-tags`, `other_config:qinq-ethtype`; Bridge
+//! `other_config:mac-aging-time`, `other_config:mac-table-size`, `mirrors`; Mirror
+//! `select_all`, `select_src_port`, `select_dst_port`, `select_vlan`, `output_port`,
+//! `output_vlan`. Not implemented: bonds, multicast snooping, STP/RSTP, `protected` ports,
+//! mirror `snaplen` and `filter`. Maturity: experimental.
 
 use openflow::ofctl::value::{OFPP_CONTROLLER, OFPP_NONE};
 use packet::key::{fields, FlowKey};

@@ -705,3 +705,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn upcall_maps_datapath_port_and_learns() {
+    let sw = l2("add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3");
+    let mut k = parse_key_for_test(&eth(1, 5, BCAST, None));
+    k.set_in_port(1);
+    let opts = XlateOptions {
+        learn: true,
+        credit_bytes: Some(60),
+        now_ms: 1000,
+    };
+    let up = sw.upcall(&k, opts).expect("port 1 exists");
+    assert_eq!(up.bridge, "br0");
+    assert_eq!(crate::odp::format_actions(&up.output.actions), "100,2,3");
+    let back = parse_key_for_test(&eth(2, 6, "50:54:00:00:00:05", None));
+    let up = sw.upcall(&back, opts).expect("port 2 exists");
+    assert_eq!(crate::odp::format_actions(&up.output.actions), "1");
+    k.set_in_port(77);
+    assert_eq!(sw.upcall(&k, opts), Err(XlateError::NoSuchDpPort(77)));
+    let f = sw.dump_flows("br0").expect("exists");
+    assert_eq!(f[0].entry.stats.n_packets, 2);
+}
+
+fn parse_key_for_test(s: &str) -> FlowKey {
+    crate::odp::parse_key(s).expect("valid key")
+}
