@@ -313,7 +313,9 @@ pub(crate) fn format_match_inner(mt: &Match, priority: Option<u16>, tunnel_packe
         }
     }
     for (i, r) in fields::REGS.iter().enumerate() {
-        p.hex_masked(&format!("reg{i}"), *r);
+        if m.get(*r) != 0 {
+            p.hex_masked(&format!("reg{i}"), *r);
+        }
     }
 
     // Tunnel fields (OVS `format_flow_tunnel`).
