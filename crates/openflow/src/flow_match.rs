@@ -393,6 +393,22 @@ impl Match {
     }
 }
 
+impl std::fmt::Display for Match {
+    /// ovs-ofctl's text ([`crate::ofctl::format_match`]); empty for the catch-all match.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::ofctl::format_match(self, None))
+    }
+}
+
+impl std::str::FromStr for Match {
+    type Err = crate::Error;
+
+    /// ovs-ofctl's match text ([`crate::ofctl::parse_match`]).
+    fn from_str(s: &str) -> Result<Match, crate::Error> {
+        crate::ofctl::parse_match(s)
+    }
+}
+
 const fn packet_sub(f: KeyField, shift: u8, width: u8) -> KeyField {
     KeyField {
         name: f.name,
@@ -539,6 +555,14 @@ mod tests {
         assert!(mt.matches(&pkt));
         pkt.set_nw_src(0x0b00_0042);
         assert!(!mt.matches(&pkt));
+    }
+
+    #[test]
+    fn match_display_and_from_str_use_ofctl_text() {
+        let m: Match = "tcp,tp_dst=80".parse().expect("parses");
+        assert_eq!(m.to_string(), "tcp,tp_dst=80");
+        assert_eq!(Match::catch_all().to_string(), "");
+        assert!("bogus=1".parse::<Match>().is_err());
     }
 
     #[test]
