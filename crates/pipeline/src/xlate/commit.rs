@@ -36,9 +36,13 @@ pub fn vlan_tags(k: &FlowKey) -> Vec<(u16, u16)> {
 }
 
 /// Emits the datapath actions that turn `base` into `flow` (see the module documentation).
+/// `orig` is the packet as it entered and `vlans_touched` says whether any action wrote the
+/// flow's VLAN fields since (for the VLAN wildcards).
 pub(crate) fn commit(
     flow: &FlowKey,
     base: &mut FlowKey,
+    orig: &FlowKey,
+    vlans_touched: bool,
     wc: &mut FlowKey,
     out: &mut Vec<DpAction>,
 ) {
@@ -149,14 +153,39 @@ pub(crate) fn commit(
         }
     }
 
-    commit_vlan(flow, base, wc, out);
+    commit_vlan(flow, base, orig, vlans_touched, wc, out);
 }
 
 /// OVS `commit_vlan_action`: pop the tags of `base` that are not shared (from the inside)
 /// with `flow`, push those of `flow`.
-fn commit_vlan(flow: &FlowKey, base: &mut FlowKey, wc: &mut FlowKey, out: &mut Vec<DpAction>) {
+///
+/// Wildcards: VLAN actions move tags around without reading them (`strip_vlan` shifts the
+/// inner tag out, NORMAL rebuilds tags from the VLAN and priority it computed), so whether
+/// `flow` and `base` share a tag may depend on any bit of the packet's own tags. Once an
+/// action wrote the flow's VLAN fields, those are made exact. (OVS marks only popped tags,
+/// which misses e.g. a rebuilt tag that equals the original only for some priorities.)
+fn commit_vlan(
+    flow: &FlowKey,
+    base: &mut FlowKey,
+    orig: &FlowKey,
+    vlans_touched: bool,
+    wc: &mut FlowKey,
+    out: &mut Vec<DpAction>,
+) {
     let b = vlan_tags(base);
     let f = vlan_tags(flow);
+    let o = vlan_tags(orig);
+    if vlans_touched {
+        for (i, _) in o.iter().enumerate() {
+            let (tpid, tci) = if i == 0 {
+                (fields::VLAN_TPID, fields::VLAN_TCI)
+            } else {
+                (fields::VLAN_TPID1, fields::VLAN_TCI1)
+            };
+            exact(wc, tpid);
+            exact(wc, tci);
+        }
+    }
     let (mut bn, mut fn_) = (b.len(), f.len());
     while bn > 0 && fn_ > 0 && b[bn - 1] == f[fn_ - 1] {
         bn -= 1;
@@ -206,14 +235,15 @@ mod tests {
     fn commit_modified_tag_is_pop_then_push() {
         let mut base = tagged(3);
         let flow = tagged(4);
+        let orig = base;
         let (mut wc, mut out) = (FlowKey::default(), Vec::new());
-        commit(&flow, &mut base, &mut wc, &mut out);
+        commit(&flow, &mut base, &orig, true, &mut wc, &mut out);
         assert_eq!(format_actions(&out), "pop_vlan,push_vlan(vid=4,pcp=0)");
         assert_eq!(base, flow);
         assert_eq!(wc.vlan_tci(), 0xffff);
         // Nothing left to commit.
         out.clear();
-        commit(&flow, &mut base, &mut wc, &mut out);
+        commit(&flow, &mut base, &orig, true, &mut wc, &mut out);
         assert!(out.is_empty());
     }
 
@@ -229,8 +259,9 @@ mod tests {
         flow.set_dl_src(2);
         flow.set_vlan_tpid(0x8100);
         flow.set_vlan_tci(VLAN_CFI | 7);
+        let orig = base;
         let (mut wc, mut out) = (FlowKey::default(), Vec::new());
-        commit(&flow, &mut base, &mut wc, &mut out);
+        commit(&flow, &mut base, &orig, true, &mut wc, &mut out);
         assert_eq!(
             format_actions(&out),
             "set(eth(src=00:00:00:00:00:02)),set(ipv4(ttl=63)),set(tcp(src=91)),push_vlan(vid=7,pcp=0)"

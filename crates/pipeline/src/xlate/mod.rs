@@ -376,6 +376,10 @@ struct Ctx<'a> {
     bridge: String,
     flow: FlowKey,
     base: FlowKey,
+    /// The packet as it entered.
+    orig: FlowKey,
+    /// An action wrote the flow's VLAN fields (sticky; see `commit`).
+    vlans_touched: bool,
     wc: FlowKey,
     out: Vec<DpAction>,
     depth: u32,
@@ -441,6 +445,8 @@ impl Switch {
             bridge: bridge.to_string(),
             flow: *key,
             base: *key,
+            orig: *key,
+            vlans_touched: false,
             wc: wc_init(key),
             out: Vec::new(),
             depth: 0,
@@ -587,9 +593,9 @@ impl Ctx<'_> {
                 self.depth += deepen;
                 let old_cookie = self.rule_cookie;
                 self.rule_cookie = p.entry.cookie;
-                let actions = p.entry.actions.clone();
                 self.indent += 1;
-                self.do_actions(&actions, last);
+                // `rule` is an `Arc` held here: its actions outlive the nested walk.
+                self.do_actions(&rule.payload().entry.actions, last);
                 self.indent -= 1;
                 self.rule_cookie = old_cookie;
                 self.depth -= deepen;
@@ -631,6 +637,9 @@ impl Ctx<'_> {
     fn do_action(&mut self, a: &Action, last: bool) -> bool {
         if self.modifies_packet(a) {
             self.mirrors = 0;
+        }
+        if writes_vlans(a) {
+            self.vlans_touched = true;
         }
         let wc = &mut self.wc;
         let flow = &mut self.flow;
@@ -932,7 +941,14 @@ impl Ctx<'_> {
     }
 
     fn commit(&mut self) {
-        commit(&self.flow, &mut self.base, &mut self.wc, &mut self.out);
+        commit(
+            &self.flow,
+            &mut self.base,
+            &self.orig,
+            self.vlans_touched,
+            &mut self.wc,
+            &mut self.out,
+        );
     }
 
     /// OVS `xlate_output_action`.
@@ -1111,6 +1127,20 @@ impl Ctx<'_> {
         self.do_actions(&list, true);
         self.indent -= 1;
         self.in_action_set = false;
+    }
+}
+
+/// True if `a` may write the VLAN fields (word 31 of the key).
+fn writes_vlans(a: &Action) -> bool {
+    let vlan_word = fields::VLAN_TCI.word;
+    match a {
+        Action::PopVlan
+        | Action::PushVlan { .. }
+        | Action::SetVlanVid { .. }
+        | Action::SetVlanPcp { .. } => true,
+        Action::SetField(fw) | Action::Load(fw) => fw.field.key.word == vlan_word,
+        Action::Move { dst, .. } => dst.field.key.word == vlan_word,
+        _ => false,
     }
 }
 

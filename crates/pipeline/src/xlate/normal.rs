@@ -385,6 +385,7 @@ impl Ctx<'_> {
         .iter()
         .map(|f| self.flow.get(*f))
         .collect();
+        self.vlans_touched = true;
         xvlan_put(&mut self.flow, &out, p.priority_tags);
         self.compose_output(p.ofport, last);
         for (f, v) in [

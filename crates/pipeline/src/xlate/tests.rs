@@ -331,6 +331,7 @@ fn action_strategy(table: u8) -> impl Strategy<Value = String> {
     let next = table + 1;
     prop_oneof![
         (1u8..=4).prop_map(|p| format!("output:{p}")),
+        Just("output:10".to_string()),
         Just("IN_PORT".to_string()),
         Just("FLOOD".to_string()),
         Just(format!("resubmit(,{next})")),
@@ -730,4 +731,77 @@ fn upcall_maps_datapath_port_and_learns() {
 
 fn parse_key_for_test(s: &str) -> FlowKey {
     crate::odp::parse_key(s).expect("valid key")
+}
+
+fn br1_rules_strategy() -> impl Strategy<Value = Vec<String>> {
+    prop::collection::vec(
+        (
+            match_strategy(),
+            0u16..4,
+            prop::collection::vec(
+                prop_oneof![
+                    Just("output:5".to_string()),
+                    Just("IN_PORT".to_string()),
+                    Just("mod_nw_src:10.0.3.3".to_string()),
+                    Just("mod_vlan_vid:7".to_string()),
+                    Just("strip_vlan".to_string()),
+                    Just("load:1->NXM_NX_REG0[0]".to_string()),
+                    Just("dec_ttl".to_string()),
+                    Just("NORMAL".to_string()),
+                ],
+                1..4,
+            ),
+        ),
+        0..4,
+    )
+    .prop_map(|rules| {
+        rules
+            .into_iter()
+            .map(|(m, prio, acts)| {
+                // br1's ports are 5 and 20 (the patch port), not 1..4.
+                let m = m
+                    .replace("in_port=1", "in_port=20")
+                    .replace("in_port=2", "in_port=5");
+                let m = m
+                    .split(',')
+                    .filter(|f| !f.starts_with("in_port=3") && !f.starts_with("in_port=4"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                format!("priority={prio},{m},actions={}", acts.join(","))
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn megaflow_soundness_across_patch_ports(
+        rules in rules_strategy(),
+        br1 in br1_rules_strategy(),
+        packets in prop::collection::vec((packet_strategy(), packet_strategy()), 6),
+    ) {
+        let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+        let mut sw = switch(&rules);
+        sw.vsctl(
+            "add-br br1 -- add-port br0 patch10 -- set interface patch10 type=patch \
+             options:peer=patch20 ofport_request=10 -- add-port br1 patch20 \
+             -- set interface patch20 type=patch options:peer=patch10 ofport_request=20 \
+             -- add-port br1 p5 -- set interface p5 ofport_request=5",
+        )
+        .expect("valid patch setup");
+        let br1: Vec<&str> = br1.iter().map(String::as_str).collect();
+        sw.add_flows_text("br1", &br1, ALL_VERSIONS).expect("valid flows");
+        for (p, q) in packets {
+            let mut p = p;
+            normalize_key(&mut p, 1);
+            let a = sw.translate("br0", &p, XlateOptions::default(), None).expect("bridge exists");
+            let other = blend(&p, &q, &a.wc);
+            let b = sw.translate("br0", &other, XlateOptions::default(), None).expect("bridge exists");
+            prop_assert_eq!(
+                format_actions_for(&a), format_actions_for(&b),
+                "rules {:?}\nbr1 {:?}\npacket {:?}\nmask {:?}\nother {:?}", rules, br1, p, a.wc, other
+            );
+        }
+    }
 }
