@@ -12,6 +12,11 @@ for cmd_pkg in cc:build-essential pkg-config:pkg-config python3:python3 curl:cur
     cmd=${cmd_pkg%%:*} pkg=${cmd_pkg##*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# The test command compares ferrovs with the real Open vSwitch (userspace, dummy datapath,
+# no kernel module): it sets FERROVS_NEED_OVS=1.
+if [ "${FERROVS_NEED_OVS:-0}" = 1 ] && ! command -v ovs-vswitchd >/dev/null 2>&1; then
+    need_apt+=(openvswitch-switch)
+fi
 if ((${#need_apt[@]})); then
     if [ "$(id -u)" -ne 0 ]; then
         echo "setup: missing ${need_apt[*]}; run as root (or install them) first" >&2

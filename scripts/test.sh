@@ -4,6 +4,7 @@
 # fuzz smoke run of every cargo-fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FERROVS_NEED_OVS=1
 . scripts/setup.sh
 
 step() { say "$1"; shift; "$@"; }
