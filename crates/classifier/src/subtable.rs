@@ -197,8 +197,14 @@ impl<T> Subtable<T> {
             }
             return;
         }
+        // Rehashing on growth reads the inline words, not the rules, when they suffice.
+        let idx = &self.mask.idx;
         self.table.insert_unique(hash, Entry::new(rule), |e| {
-            rehash(&e.head.mask.idx, e.head.values.as_slice(), seed)
+            if idx.len() <= N_INLINE {
+                rehash(idx, &e.vals[..idx.len()], seed)
+            } else {
+                rehash(idx, e.head.values.as_slice(), seed)
+            }
         });
         for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
             match ix.find_mut(ph, |e| e.0 == ph) {
