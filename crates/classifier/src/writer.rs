@@ -156,6 +156,8 @@ pub struct Classifier<T> {
     /// Primitives applied to the published version and not yet to the spare.
     pending: Vec<Prim<T>>,
     masks: HashMap<FlowKey, Arc<Mask>, WordBuildHasher>,
+    /// The mask interned last (also in `masks`).
+    last_mask: Option<Arc<Mask>>,
     masks_pruned_at: usize,
     prefixes: Arc<[PrefixField]>,
     next_seq: u64,
@@ -227,6 +229,7 @@ impl<T> Classifier<T> {
             spare: Arc::new(b),
             pending: Vec::new(),
             masks: HashMap::default(),
+            last_mask: None,
             masks_pruned_at: 0,
             prefixes,
             next_seq: 0,
@@ -388,7 +391,14 @@ impl<T> Classifier<T> {
     }
 
     fn intern(&mut self, mask: &FlowKey) -> Arc<Mask> {
+        // Rules of a batch mostly share their mask: try the last one before hashing.
+        if let Some(m) = &self.last_mask {
+            if m.key == *mask {
+                return m.clone();
+            }
+        }
         if let Some(m) = self.masks.get(mask) {
+            self.last_mask = Some(m.clone());
             return m.clone();
         }
         let m = Arc::new(Mask::compile(
@@ -396,12 +406,14 @@ impl<T> Classifier<T> {
             &self.prefixes.iter().map(|p| p.field).collect::<Vec<_>>(),
         ));
         self.masks.insert(*mask, m.clone());
+        self.last_mask = Some(m.clone());
         m
     }
 
     /// Forgets interned masks no rule uses any more, once the map has doubled.
     fn prune_masks(&mut self) {
         if self.masks.len() > 64 && self.masks.len() > 2 * self.masks_pruned_at {
+            self.last_mask = None;
             self.masks.retain(|_, m| Arc::strong_count(m) > 1);
             self.masks_pruned_at = self.masks.len();
         }
