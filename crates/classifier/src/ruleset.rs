@@ -271,32 +271,38 @@ impl<T> RuleSet<T> {
     fn apply_trie_pending(&mut self) {
         let mut pending = std::mem::take(&mut self.trie_pending);
         pending.sort_unstable_by_key(|(t, bits, len, _)| (*t, *bits, *len));
-        let mut i = 0;
-        while i < pending.len() {
-            let (t, bits, len, _) = pending[i];
-            let mut net = 0i64;
-            while i < pending.len()
-                && pending[i].0 == t
-                && pending[i].1 == bits
-                && pending[i].2 == len
-            {
-                net += i64::from(pending[i].3);
-                i += 1;
-            }
-            let trie = &mut self.tries[usize::from(t)];
-            for _ in 0..net.unsigned_abs() {
-                if net > 0 {
-                    trie.insert(bits, len);
-                } else {
-                    let found = trie.remove(bits, len);
-                    debug_assert!(found, "trie out of sync");
-                }
+        // Net change per (trie, prefix, length), in order.
+        let mut nets: Vec<(u8, u128, u8, i64)> = Vec::new();
+        for (t, bits, len, d) in pending.drain(..) {
+            match nets.last_mut() {
+                Some(last) if (last.0, last.1, last.2) == (t, bits, len) => last.3 += i64::from(d),
+                _ => nets.push((t, bits, len, i64::from(d))),
             }
         }
-        pending.clear();
         self.trie_pending = pending;
-        for t in &mut self.tries {
-            t.maybe_relayout();
+        for (t, trie) in self.tries.iter_mut().enumerate() {
+            let t = u8::try_from(t).expect("at most MAX_PREFIXES tries");
+            let deltas: Vec<(u128, u8, i64)> = nets
+                .iter()
+                .filter(|n| n.0 == t && n.3 != 0)
+                .map(|n| (n.1, n.2, n.3))
+                .collect();
+            if deltas.len() > 4096 && deltas.len() * 8 > trie.n_nodes() {
+                // Many changes: one pass over the sorted union beats a walk per change.
+                trie.rebuild_with(&deltas);
+                continue;
+            }
+            for (bits, len, net) in deltas {
+                for _ in 0..net.unsigned_abs() {
+                    if net > 0 {
+                        trie.insert(bits, len);
+                    } else {
+                        let found = trie.remove(bits, len);
+                        debug_assert!(found, "trie out of sync");
+                    }
+                }
+            }
+            trie.maybe_relayout();
         }
     }
 
