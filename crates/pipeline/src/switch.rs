@@ -56,7 +56,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use classifier::{Batch, Classifier, Rule};
-use openflow::action::Action;
+use openflow::action::{Action, OfVersion};
 use openflow::flow::{FlowEntry, FlowFlags};
 use openflow::ofctl::value::{OFPP_MAX, OFPP_NONE};
 use openflow::ofctl::{parse_flow, ParseOptions};
@@ -474,7 +474,8 @@ impl Switch {
     }
 
     /// Parses flows in ovs-ofctl syntax with `ofctl_options` (`-O OpenFlow13`...) and this
-    /// bridge's port names, for `command`.
+    /// bridge's port names, for `command`. The actions are those the switch receives when
+    /// ovs-ofctl sends the flow with the protocol it chooses (see [`as_received`]).
     pub fn parse_flows(
         &self,
         bridge: &str,
@@ -490,7 +491,12 @@ impl Switch {
             .iter()
             .map(|f| {
                 parse_flow(f, &opts)
-                    .map(|p| p.flow)
+                    .map(|p| {
+                        let version = p.version();
+                        let mut flow = p.flow;
+                        flow.actions = as_received(flow.actions, version);
+                        flow
+                    })
                     .map_err(|e| SwitchError::Parse(format!("{f}: {e}")))
             })
             .collect()
@@ -772,6 +778,55 @@ impl Switch {
         }
         Ok(out)
     }
+}
+
+/// The actions a switch decodes from `actions` encoded for OpenFlow `version` (OVS
+/// `encode_SET_VLAN_VID`/`_PCP`): from OpenFlow 1.1 on, `mod_vlan_vid`/`mod_vlan_pcp` on a
+/// flow whose match does not guarantee a tag travel as `push_vlan:0x8100` plus a plain VLAN
+/// write, so they always push a new tag (OpenFlow 1.0's form pushes only if none exists).
+pub fn as_received(actions: Vec<Action>, version: OfVersion) -> Vec<Action> {
+    if version == OfVersion::Of10 {
+        return actions;
+    }
+    let mut out = Vec::with_capacity(actions.len());
+    for a in actions {
+        match a {
+            Action::SetVlanVid {
+                vid,
+                push_if_needed,
+                flow_has_vlan,
+            } => {
+                if push_if_needed && !flow_has_vlan {
+                    out.push(Action::PushVlan { ethertype: 0x8100 });
+                }
+                out.push(Action::SetVlanVid {
+                    vid,
+                    push_if_needed: false,
+                    flow_has_vlan: true,
+                });
+            }
+            Action::SetVlanPcp {
+                pcp,
+                push_if_needed,
+                flow_has_vlan,
+            } => {
+                if push_if_needed && !flow_has_vlan {
+                    out.push(Action::PushVlan { ethertype: 0x8100 });
+                }
+                out.push(Action::SetVlanPcp {
+                    pcp,
+                    push_if_needed: false,
+                    flow_has_vlan: true,
+                });
+            }
+            Action::WriteActions(inner) => {
+                out.push(Action::WriteActions(as_received(inner, version)))
+            }
+            Action::Clone(inner) => out.push(Action::Clone(as_received(inner, version))),
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The OpenFlow `NORMAL` port.

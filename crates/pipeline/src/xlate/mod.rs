@@ -397,6 +397,10 @@ struct Ctx<'a> {
     mirrors: u32,
     /// Nesting level of the walk's lines.
     indent: usize,
+    /// The rule being executed is a table-miss rule (priority 0, matches everything).
+    rule_is_table_miss: bool,
+    /// Packet-ins so far (their recirculation ids).
+    n_recirc: u32,
 }
 
 impl Switch {
@@ -462,6 +466,8 @@ impl Switch {
             walk: walk.as_ref().map(|_| Walk::default()),
             mirrors: 0,
             indent: 0,
+            rule_is_table_miss: false,
+            n_recirc: 0,
         };
         ctx.flow.set_actset_output(u32::from(OFPP_UNSET));
         ctx.note_bridge();
@@ -593,11 +599,16 @@ impl Ctx<'_> {
                 self.depth += deepen;
                 let old_cookie = self.rule_cookie;
                 self.rule_cookie = p.entry.cookie;
+                let old_miss = std::mem::replace(
+                    &mut self.rule_is_table_miss,
+                    p.entry.priority == 0 && p.entry.flow_match.mask().is_zero(),
+                );
                 self.indent += 1;
                 // `rule` is an `Arc` held here: its actions outlive the nested walk.
                 self.do_actions(&rule.payload().entry.actions, last);
                 self.indent -= 1;
                 self.rule_cookie = old_cookie;
+                self.rule_is_table_miss = old_miss;
                 self.depth -= deepen;
             }
             None => {
@@ -1026,6 +1037,8 @@ impl Ctx<'_> {
         self.commit();
         let code = match reason {
             PacketInReason::NoMatch => 0,
+            // OVS: an action of a table-miss rule is an explicit miss (OFPR_EXPLICIT_MISS).
+            PacketInReason::Action if self.rule_is_table_miss => 6,
             PacketInReason::Action => 1,
             PacketInReason::InvalidTtl => 2,
             PacketInReason::ActionSet => 3,
@@ -1037,9 +1050,14 @@ impl Ctx<'_> {
         } else {
             format!("{:#x}", self.rule_cookie)
         };
+        // OVS sends nothing for a translation without side effects (a plain trace), and
+        // allocates a recirculation id per packet-in state; ids here count from 1.
+        let dont_send = u8::from(!self.opts.learn);
+        self.n_recirc += 1;
+        let recirc = self.n_recirc;
         self.out.push(DpAction::Userspace(format!(
-            "pid=0,controller(reason={code},dont_send=0,continuation=0,recirc_id=1,\
-             rule_cookie={cookie},controller_id={id},max_len={max_len})"
+            "pid=0,controller(reason={code},dont_send={dont_send},continuation=0,\
+             recirc_id={recirc},rule_cookie={cookie},controller_id={id},max_len={max_len})"
         )));
         self.controller.push(ControllerEvent {
             bridge: self.bridge.clone(),

@@ -805,3 +805,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn mod_vlan_vid_sent_with_openflow13_always_pushes() {
+    // ovs-ofctl sends `mod_vlan_vid` to an OpenFlow 1.1+ switch as push_vlan + set: a tagged
+    // packet gets a second tag (what OVS does), while the OpenFlow 1.0 form rewrites the tag.
+    let mut sw = switch(&[]);
+    sw.add_flows_text(
+        "br0",
+        &["in_port=1,actions=mod_vlan_vid:20,output:2"],
+        "-O OpenFlow13",
+    )
+    .expect("valid flow");
+    assert_eq!(odp(&sw, TAGGED1), "push_vlan(vid=20,pcp=0),2");
+    let sw = switch(&["in_port=1,actions=mod_vlan_vid:20,output:2"]);
+    assert_eq!(odp(&sw, TAGGED1), "pop_vlan,push_vlan(vid=20,pcp=0),2");
+}
