@@ -287,11 +287,6 @@ impl<T> RuleSet<T> {
                 .filter(|n| n.0 == t && n.3 != 0)
                 .map(|n| (n.1, n.2, n.3))
                 .collect();
-            if deltas.len() > 4096 && deltas.len() * 8 > trie.n_nodes() {
-                // Many changes: one pass over the sorted union beats a walk per change.
-                trie.rebuild_with(&deltas);
-                continue;
-            }
             for (bits, len, net) in deltas {
                 for _ in 0..net.unsigned_abs() {
                     if net > 0 {

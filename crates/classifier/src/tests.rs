@@ -623,10 +623,10 @@ fn memory_exact_rules_reports_bytes_per_rule() {
     assert_eq!(Classifier::<u32>::new().memory().bytes_per_rule(), 0.0);
 }
 
-/// Batches large enough to rebuild the tries (more than 4,096 prefix changes) keep lookups
-/// and the consulted-bits contract right, adding and removing.
+/// Large batches (10,000 rules in, 5,000 out, tries relaid out) keep lookups and the
+/// consulted-bits contract right in both versions.
 #[test]
-fn commit_large_batches_rebuild_tries_and_agree_with_naive() {
+fn commit_large_batches_agree_with_naive() {
     let mut rng = SmallRng::seed_from_u64(7);
     let mut cls: Classifier<u64> = Classifier::new();
     let mut naive: Naive<u64> = Naive::new();

@@ -129,12 +129,7 @@ impl Trie {
 
     /// Adds one rule with prefix `bits` (left-aligned, masked) of length `len`.
     pub(crate) fn insert(&mut self, bits: u128, len: u8) {
-        self.insert_n(bits, len, 1);
-    }
-
-    /// Adds `n` rules with prefix `bits` of length `len`.
-    fn insert_n(&mut self, bits: u128, len: u8, n: u32) {
-        self.insert_at(None, self.root, bits, len, n);
+        self.insert_at(None, self.root, bits, len, 1);
     }
 
     /// Adds `n` rules with prefix `bits` of length `len`, walking down from `cur` (linked
@@ -294,93 +289,6 @@ impl Trie {
         self.root = root;
     }
 
-    /// Every prefix with its count, in (prefix, length) order (a pre-order walk).
-    fn prefixes(&self) -> Vec<(u128, u8, u32)> {
-        let mut out = Vec::with_capacity(self.n_nodes());
-        let mut stack = Vec::new();
-        if self.root != NIL {
-            stack.push(self.root);
-        }
-        while let Some(i) = stack.pop() {
-            let node = &self.nodes[i as usize];
-            if node.count > 0 {
-                out.push((node.bits(), node.len, node.count));
-            }
-            for b in [1, 0] {
-                if node.child[b] != NIL {
-                    stack.push(node.child[b]);
-                }
-            }
-        }
-        out
-    }
-
-    /// Applies `deltas` (net count changes, sorted by prefix and length) by building the trie
-    /// again from the merged sorted list: cheaper than walking once per change when the
-    /// changes are many.
-    pub(crate) fn rebuild_with(&mut self, deltas: &[(u128, u8, i64)]) {
-        let old = self.prefixes();
-        let mut merged: Vec<(u128, u8, u32)> = Vec::with_capacity(old.len() + deltas.len());
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < deltas.len() {
-            let take_old = j == deltas.len()
-                || (i < old.len() && (old[i].0, old[i].1) < (deltas[j].0, deltas[j].1));
-            let (bits, len, count) = if take_old {
-                i += 1;
-                (old[i - 1].0, old[i - 1].1, i64::from(old[i - 1].2))
-            } else if i < old.len() && (old[i].0, old[i].1) == (deltas[j].0, deltas[j].1) {
-                i += 1;
-                j += 1;
-                (
-                    old[i - 1].0,
-                    old[i - 1].1,
-                    i64::from(old[i - 1].2) + deltas[j - 1].2,
-                )
-            } else {
-                j += 1;
-                (deltas[j - 1].0, deltas[j - 1].1, deltas[j - 1].2)
-            };
-            debug_assert!(count >= 0, "trie out of sync");
-            if let Ok(count @ 1..) = u32::try_from(count) {
-                merged.push((bits, len, count));
-            }
-        }
-        *self = Trie::default();
-        // In sorted order each prefix goes below a node of the path to the previous one:
-        // keep that path and start from its deepest ancestor of the new prefix.
-        let mut path: Vec<u32> = Vec::new();
-        for (bits, len, count) in merged {
-            while let Some(&top) = path.last() {
-                let node = &self.nodes[top as usize];
-                if node.len < len && common_len(node.bits(), bits, node.len) == node.len {
-                    break;
-                }
-                path.pop();
-            }
-            let (parent, start) = match path.last() {
-                Some(&top) => {
-                    let b = bit(bits, self.nodes[top as usize].len);
-                    (Some((top, b)), self.nodes[top as usize].child[b])
-                }
-                None => (None, self.root),
-            };
-            let at = self.insert_at(parent, start, bits, len, count);
-            let mut c = match parent {
-                Some((p, b)) => self.nodes[p as usize].child[b],
-                None => self.root,
-            };
-            loop {
-                path.push(c);
-                if c == at {
-                    break;
-                }
-                let node = &self.nodes[c as usize];
-                c = node.child[bit(bits, node.len)];
-            }
-        }
-        self.relayout();
-    }
-
     /// Walks the trie along `bits` (a left-aligned address of `width` bits).
     #[inline]
     pub(crate) fn lookup(&self, bits: u128, width: u8) -> TrieMatch {
@@ -407,6 +315,7 @@ impl Trie {
     }
 
     /// Live nodes.
+    #[cfg(test)]
     pub(crate) fn n_nodes(&self) -> usize {
         self.nodes.len() - self.free.len()
     }
@@ -478,27 +387,16 @@ mod tests {
                 let (b, l) = v4(addr(a), len);
                 if remove {
                     let pos = list.iter().position(|p| *p == (b, l));
-                    if a % 5 == 0 && pos.is_some() {
-                        t.rebuild_with(&[(b, l, -1)]);
-                    } else {
-                        proptest::prop_assert_eq!(t.remove(b, l), pos.is_some());
-                    }
+                    proptest::prop_assert_eq!(t.remove(b, l), pos.is_some());
                     if let Some(p) = pos {
                         list.swap_remove(p);
                     }
                 } else {
-                    if a % 5 == 0 {
-                        t.rebuild_with(&[(b, l, 1)]);
-                    } else {
-                        t.insert(b, l);
-                    }
+                    t.insert(b, l);
                     list.push((b, l));
                 }
                 if a % 7 == 0 {
                     t.relayout();
-                }
-                if a % 11 == 0 {
-                    t.rebuild_with(&[]);
                 }
             }
             for (a, noise) in probes {
