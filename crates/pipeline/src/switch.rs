@@ -751,19 +751,23 @@ impl Switch {
                 }
             }
             for n in d.rules.iter().filter(|n| n.live.is_none()) {
-                let existed = old.iter().any(|r| {
+                let existed = old.iter().find(|r| {
                     r.payload().entry.priority == n.entry.priority
                         && r.payload().entry.flow_match == n.entry.flow_match
                 });
-                let rule = Arc::new(OfRule::new(n.entry.clone(), t, now));
-                if existed && n.keep_counts {
+                let mut rule = OfRule::new(n.entry.clone(), t, now);
+                if let (Some(r), true) = (existed, n.keep_counts) {
+                    // A modified rule keeps its age and last use, like its counters.
+                    rule.created_ms = r.payload().created_ms;
+                    rule.last_used_ms = AtomicU64::new(r.payload().last_used_ms());
+                    let rule = Arc::new(rule);
                     batch.modify(n.entry.flow_match, u32::from(n.entry.priority), rule);
                 } else {
                     batch.insert(
                         n.entry.flow_match,
                         u32::from(n.entry.priority),
                         n.entry.cookie,
-                        rule,
+                        Arc::new(rule),
                     );
                 }
             }
@@ -1199,6 +1203,19 @@ mod tests {
         assert!(flows(&sw).is_empty());
         sw.vsctl("set-fail-mode br0 secure").expect("valid");
         assert!(flows(&sw).is_empty());
+    }
+
+    #[test]
+    fn modify_keeps_rule_age() {
+        let mut sw = sw();
+        sw.set_time(1000);
+        sw.add_flows_text("br0", &["hard_timeout=10,in_port=1,actions=drop"], "")
+            .expect("valid");
+        sw.set_time(5000);
+        let e = parse(&sw, "in_port=1,actions=output:2", FlowCommand::Modify);
+        sw.flow_mods("br0", vec![FlowMod::modify(e, false)])
+            .expect("valid");
+        assert_eq!(sw.expire_flows(11_000).len(), 1);
     }
 
     #[test]
