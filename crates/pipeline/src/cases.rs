@@ -224,22 +224,12 @@ fn run_step(sw: &mut Switch, step: &SetupStep, now_ms: &mut u64) -> Result<(), S
             let words: Vec<&str> = strip(cmd, "ovs-appctl").split_whitespace().collect();
             match words.as_slice() {
                 ["fdb/add", br, port, vlan, mac] => {
-                    let ofport = sw
-                        .ports(br)
-                        .and_then(|ps| ps.iter().find(|p| p.name == *port))
-                        .map(|p| p.ofport)
-                        .ok_or_else(|| format!("fdb/add: no port {port} on {br}"))?;
                     let vlan: u16 = vlan
                         .parse()
                         .map_err(|_| format!("fdb/add: bad VLAN {vlan}"))?;
                     let mac = openflow::ofctl::value::parse_mac(mac)
                         .ok_or_else(|| format!("fdb/add: bad MAC {mac}"))?;
-                    sw.bridge_mut(br)
-                        .ok_or_else(|| format!("fdb/add: no bridge {br}"))?
-                        .mac
-                        .lock()
-                        .map_err(|_| "fdb/add: MAC table lock poisoned".to_string())?
-                        .add_static(vlan, mac, ofport);
+                    sw.fdb_add(br, port, vlan, mac).map_err(|e| e.to_string())?;
                 }
                 _ => return Err(format!("unsupported ovs-appctl command `{cmd}'")),
             }

@@ -422,10 +422,108 @@ impl Switch {
             }
             next.insert(b.name.clone(), br);
         }
+        // MAC entries of ports that went away, or whose VLAN configuration changed, are
+        // forgotten (OVS `bundle_flush_macs`).
+        for (name, br) in &next {
+            let (Some(old), Some(new)) = (self.layout.bridges.get(name), layout.bridges.get(name))
+            else {
+                continue;
+            };
+            let Ok(mut mac) = br.mac.lock() else {
+                continue;
+            };
+            for p in old {
+                match new
+                    .iter()
+                    .find(|q| q.name == p.name && q.ofport == p.ofport)
+                {
+                    None => {
+                        for (vlan, addr, port, _, _) in mac.dump(0) {
+                            if port == p.ofport {
+                                mac.remove(vlan, addr);
+                            }
+                        }
+                    }
+                    Some(q)
+                        if (q.vlan_mode, q.tag, &q.trunks, &q.cvlans)
+                            != (p.vlan_mode, p.tag, &p.trunks, &p.cvlans) =>
+                    {
+                        mac.flush_port(p.ofport)
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
         self.bridges = next;
         self.config = config;
         self.layout = layout;
         Ok(())
+    }
+
+    /// `ovs-appctl fdb/add BRIDGE PORT VLAN MAC`: a static MAC entry.
+    pub fn fdb_add(
+        &self,
+        bridge: &str,
+        port: &str,
+        vlan: u16,
+        mac: u64,
+    ) -> Result<(), SwitchError> {
+        let ofport = self
+            .ports(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?
+            .iter()
+            .find(|p| p.name == port)
+            .map(|p| p.ofport)
+            .ok_or_else(|| SwitchError::NoSuchPort {
+                bridge: bridge.to_string(),
+                port: port.to_string(),
+            })?;
+        if vlan > 4095 {
+            return Err(SwitchError::Config(ConfigError::BadVlan {
+                port: port.to_string(),
+                vlan: u32::from(vlan),
+            }));
+        }
+        self.with_mac(bridge, |t| t.add_static(vlan, mac, ofport))
+    }
+
+    /// `ovs-appctl fdb/del BRIDGE VLAN MAC`; true if there was an entry.
+    pub fn fdb_del(&self, bridge: &str, vlan: u16, mac: u64) -> Result<bool, SwitchError> {
+        self.with_mac(bridge, |t| t.remove(vlan, mac))
+    }
+
+    /// `ovs-appctl fdb/flush BRIDGE`: forgets every learned (not static) entry.
+    pub fn fdb_flush(&self, bridge: &str) -> Result<(), SwitchError> {
+        self.with_mac(bridge, |t| t.flush())
+    }
+
+    /// `ovs-appctl fdb/show BRIDGE`: (port, VLAN, MAC, age in seconds, static), at `now_secs`.
+    pub fn fdb_show(
+        &self,
+        bridge: &str,
+        now_secs: u64,
+    ) -> Result<Vec<(u16, u16, u64, u64, bool)>, SwitchError> {
+        self.with_mac(bridge, |t| {
+            t.dump(now_secs)
+                .into_iter()
+                .map(|(vlan, mac, port, age, st)| (port, vlan, mac, age, st))
+                .collect()
+        })
+    }
+
+    fn with_mac<R>(
+        &self,
+        bridge: &str,
+        f: impl FnOnce(&mut MacTable) -> R,
+    ) -> Result<R, SwitchError> {
+        let br = self
+            .bridges
+            .get(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        // A poisoned lock only means a translation panicked mid-update; the table is still a
+        // valid table.
+        let mut t = br.mac.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(f(&mut t))
     }
 
     /// Applies `ovs-vsctl` commands (see [`crate::vsctl`]) atomically.

@@ -821,3 +821,23 @@ fn mod_vlan_vid_sent_with_openflow13_always_pushes() {
     let sw = switch(&["in_port=1,actions=mod_vlan_vid:20,output:2"]);
     assert_eq!(odp(&sw, TAGGED1), "pop_vlan,push_vlan(vid=20,pcp=0),2");
 }
+
+#[test]
+fn fdb_static_entries_and_flush_on_port_changes() {
+    let mut sw = l2("add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3");
+    sw.fdb_add("br0", "p2", 0, 0x5054_0000_0009)
+        .expect("port exists");
+    assert!(sw.fdb_add("br0", "p9", 0, 1).is_err());
+    assert_eq!(odp(&sw, &eth(1, 5, "50:54:00:00:00:09", None)), "2");
+    // Learning never moves a static entry.
+    learn(&sw, &eth(3, 9, BCAST, None));
+    assert_eq!(odp(&sw, &eth(1, 5, "50:54:00:00:00:09", None)), "2");
+    // A learned entry is forgotten when its port changes VLANs.
+    learn(&sw, &eth(3, 7, BCAST, None));
+    assert_eq!(odp(&sw, &eth(1, 5, "50:54:00:00:00:07", None)), "3");
+    sw.vsctl("set Port p3 tag=5").expect("valid");
+    assert_eq!(odp(&sw, &eth(1, 5, "50:54:00:00:00:07", None)), "100,2");
+    // Removing a port removes its entries, static ones too.
+    sw.vsctl("del-port p2").expect("valid");
+    assert_eq!(sw.fdb_show("br0", 0).expect("bridge exists").len(), 0);
+}
