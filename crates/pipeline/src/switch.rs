@@ -210,6 +210,21 @@ impl Bridge {
     }
 }
 
+/// One MAC learning entry as `fdb/show` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdbEntry {
+    /// OpenFlow port.
+    pub port: u16,
+    /// VLAN.
+    pub vlan: u16,
+    /// Ethernet address.
+    pub mac: u64,
+    /// Seconds since last seen.
+    pub age_secs: u64,
+    /// Added with `fdb/add` (never ages, never moves).
+    pub is_static: bool,
+}
+
 /// What a flow_mod does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowModCommand {
@@ -497,16 +512,18 @@ impl Switch {
         self.with_mac(bridge, |t| t.flush())
     }
 
-    /// `ovs-appctl fdb/show BRIDGE`: (port, VLAN, MAC, age in seconds, static), at `now_secs`.
-    pub fn fdb_show(
-        &self,
-        bridge: &str,
-        now_secs: u64,
-    ) -> Result<Vec<(u16, u16, u64, u64, bool)>, SwitchError> {
+    /// `ovs-appctl fdb/show BRIDGE` at `now_secs`.
+    pub fn fdb_show(&self, bridge: &str, now_secs: u64) -> Result<Vec<FdbEntry>, SwitchError> {
         self.with_mac(bridge, |t| {
             t.dump(now_secs)
                 .into_iter()
-                .map(|(vlan, mac, port, age, st)| (port, vlan, mac, age, st))
+                .map(|(vlan, mac, port, age_secs, is_static)| FdbEntry {
+                    port,
+                    vlan,
+                    mac,
+                    age_secs,
+                    is_static,
+                })
                 .collect()
         })
     }
