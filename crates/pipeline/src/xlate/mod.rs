@@ -24,7 +24,7 @@
 //!   group, output or resubmit: only the last of each singleton kind).
 //! - Field writes (`set_field`, `load`, `move`, `mod_*`, VLAN push/pop/modify, `dec_ttl`) change
 //!   only the translation's copy of the key; they become datapath actions lazily, just before the
-//!   packet is sent somewhere ([`commit`]).
+//!   packet is sent somewhere (OVS `commit_odp_actions`, in `xlate/commit.rs`).
 //! - `dec_ttl` on TTL ≤ 1 sends a packet-in with reason `invalid_ttl` (for every controller id
 //!   given, id 0 by default) and stops the current action list (`drop_invalid_ttl`).
 //! - Output: to a port of the bridge (skipped, as in OVS, if it is the input port: use `IN_PORT`),
@@ -100,7 +100,8 @@ pub enum DropReason {
     ResubmitDepth,
     /// More than [`MAX_RESUBMITS`] table lookups.
     ResubmitLimit,
-    /// A table lookup found no rule.
+    /// A table lookup found no rule (at the start of the walk this drops the packet; a missed
+    /// `resubmit` or `goto_table` ends only that branch).
     TableMiss,
     /// The input port has `no-receive`.
     NoReceive,
