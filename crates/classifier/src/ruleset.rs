@@ -131,7 +131,7 @@ impl<T> RuleSet<T> {
         let mut ctx = TrieCtx {
             prefixes: &self.prefixes,
             tries: &self.tries,
-            done: Default::default(),
+            walks: Default::default(),
         };
         for (max_prio, i) in &self.order {
             if let Some(b) = best {

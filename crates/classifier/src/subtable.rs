@@ -15,7 +15,7 @@ use hashbrown::HashTable;
 use packet::key::FlowKey;
 
 use crate::rule::{finish, mix_at, Mask, Rule};
-use crate::trie::{prefix_mask, TrieMatch};
+use crate::trie::{prefix_mask, TrieMatch, Walk};
 use crate::PrefixField;
 
 /// Value words kept inline in a hash-table entry, so that a lookup compares them without
@@ -67,31 +67,32 @@ impl<T> Entry<T> {
 pub(crate) struct TrieCtx<'a> {
     pub(crate) prefixes: &'a [PrefixField],
     pub(crate) tries: &'a [crate::trie::Trie],
-    pub(crate) done: [Option<TrieMatch>; crate::rule::MAX_PREFIXES],
+    pub(crate) walks: [Walk; crate::rule::MAX_PREFIXES],
 }
 
 impl TrieCtx<'_> {
-    /// The (cached) walk of trie `t` for `key`.
+    /// Walk of trie `t` for `key`, advanced (if needed) far enough to answer for prefix
+    /// length `plen`.
     #[inline]
-    fn walk(&mut self, t: usize, key: &FlowKey) -> TrieMatch {
-        let pf = self.prefixes[t];
-        let tries = self.tries;
-        *self.done[t].get_or_insert_with(|| {
-            let width = pf.field.width;
-            let bits = key.get(pf.field) << (128 - u32::from(width));
-            tries[t].lookup(bits, width)
-        })
+    fn walk(&mut self, t: usize, key: &FlowKey, plen: u8) -> TrieMatch {
+        let w = &mut self.walks[t];
+        if !w.knows(plen) {
+            let field = self.prefixes[t].field;
+            let bits = key.get(field) << (128 - u32::from(field.width));
+            self.tries[t].advance(w, bits, field.width, plen);
+        }
+        w.m
     }
 
     /// True if a trie walk already made for this lookup proves that no rule with mask `m`
-    /// matches. Starts no walk (a hit must not pay for one) and consults nothing by
+    /// matches. Walks no further (a hit must not pay for a walk) and consults nothing by
     /// itself: the caller explains the miss with [`Subtable::explain_miss`].
     #[inline]
     pub(crate) fn rules_out(&self, m: &Mask) -> bool {
-        self.done
+        self.walks
             .iter()
             .zip(m.trie_plens.iter())
-            .any(|(done, plen)| *plen != 0 && done.is_some_and(|w| !w.has_len(*plen)))
+            .any(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m.has_len(*plen))
     }
 
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, ORs the
@@ -104,7 +105,7 @@ impl TrieCtx<'_> {
                 continue;
             }
             let width = pf.field.width;
-            let res = self.walk(t, key);
+            let res = self.walk(t, key, plen);
             if !res.has_len(plen) {
                 let n = res.examined.min(plen);
                 let add = prefix_mask(n) >> (128 - u32::from(width));

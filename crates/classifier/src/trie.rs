@@ -53,6 +53,37 @@ impl TrieMatch {
     }
 }
 
+/// A walk along one address, resumable: it goes only as deep as the questions asked so far.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Walk {
+    cur: u32,
+    started: bool,
+    done: bool,
+    /// What the walk learnt so far.
+    pub(crate) m: TrieMatch,
+}
+
+impl Default for Walk {
+    fn default() -> Self {
+        Walk {
+            cur: NIL,
+            started: false,
+            done: false,
+            m: TrieMatch::default(),
+        }
+    }
+}
+
+impl Walk {
+    /// True if the walk has gone far enough to answer for prefix length `plen`: it ended,
+    /// or it passed bit `plen` (then every node of length at most `plen` on the path was
+    /// seen, and at least `plen` bits were examined).
+    #[inline]
+    pub(crate) fn knows(&self, plen: u8) -> bool {
+        self.done || self.m.examined > plen
+    }
+}
+
 /// A path-compressed binary trie of prefixes with counts.
 #[derive(Debug, Clone)]
 pub(crate) struct Trie {
@@ -289,29 +320,46 @@ impl Trie {
         self.root = root;
     }
 
-    /// Walks the trie along `bits` (a left-aligned address of `width` bits).
-    #[inline]
+    /// Walks the trie along `bits` (a left-aligned address of `width` bits) to the end.
+    #[cfg(test)]
     pub(crate) fn lookup(&self, bits: u128, width: u8) -> TrieMatch {
-        let mut m = TrieMatch::default();
-        let mut cur = self.root;
-        while cur != NIL {
-            let node = &self.nodes[cur as usize];
+        let mut w = Walk::default();
+        self.advance(&mut w, bits, width, u8::MAX);
+        w.m
+    }
+
+    /// Continues walk `w` along `bits` until it knows the answer for prefix length `upto`
+    /// (see [`Walk::knows`]): a lookup whose subtables have short prefixes does not pay for
+    /// the whole depth of the trie.
+    #[inline]
+    pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
+        if !w.started {
+            w.started = true;
+            w.cur = self.root;
+        }
+        while !w.done && w.m.examined <= upto {
+            if w.cur == NIL {
+                w.done = true;
+                break;
+            }
+            let node = &self.nodes[w.cur as usize];
             let c = common_len(node.bits(), bits, node.len);
             if c < node.len {
-                m.examined = c + 1;
-                return m;
+                w.m.examined = c + 1;
+                w.done = true;
+                break;
             }
             if node.count > 0 && node.len > 0 {
-                m.lens |= 1u128 << (node.len - 1);
+                w.m.lens |= 1u128 << (node.len - 1);
             }
             if node.len >= width {
-                m.examined = width;
-                return m;
+                w.m.examined = width;
+                w.done = true;
+                break;
             }
-            m.examined = node.len + 1;
-            cur = node.child[bit(bits, node.len)];
+            w.m.examined = node.len + 1;
+            w.cur = node.child[bit(bits, node.len)];
         }
-        m
     }
 
     /// Live nodes.
@@ -409,6 +457,13 @@ mod tests {
                     }
                 }
                 proptest::prop_assert_eq!(m.lens, want);
+                // A walk stopped early answers for its length as the full walk does.
+                let upto = u8::try_from(noise % 33).unwrap_or(32).max(1);
+                let mut w = Walk::default();
+                t.advance(&mut w, v, 32, upto);
+                proptest::prop_assert!(w.knows(upto));
+                proptest::prop_assert_eq!(w.m.has_len(upto), m.has_len(upto));
+                proptest::prop_assert_eq!(w.m.examined.min(upto), m.examined.min(upto));
                 let q = (v & prefix_mask(m.examined)) | (u128::from(noise) << 96 & !prefix_mask(m.examined));
                 proptest::prop_assert_eq!(t.lookup(q, 32).lens, m.lens);
             }
