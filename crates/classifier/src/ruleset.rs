@@ -128,11 +128,8 @@ impl<T> RuleSet<T> {
     #[inline]
     fn lookup_wc(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<Rule<T>>> {
         let mut best: Option<&Arc<Rule<T>>> = None;
-        let mut ctx = TrieCtx {
-            prefixes: &self.prefixes,
-            tries: &self.tries,
-            walks: Default::default(),
-        };
+        // Made at the first miss: a lookup that hits at once pays nothing for the tries.
+        let mut ctx: Option<TrieCtx<'_>> = None;
         for (max_prio, i) in &self.order {
             if let Some(b) = best {
                 if *max_prio < b.priority {
@@ -143,7 +140,7 @@ impl<T> RuleSet<T> {
                 continue;
             };
             // A subtable that an earlier walk rules out misses: skip its hash probe.
-            let found = if ctx.rules_out(&st.mask) {
+            let found = if ctx.as_ref().is_some_and(|c| c.rules_out(&st.mask)) {
                 None
             } else {
                 st.find(key, self.seed)
@@ -155,7 +152,14 @@ impl<T> RuleSet<T> {
                         best = Some(r);
                     }
                 }
-                None => st.explain_miss(key, self.seed, &mut ctx, wc),
+                None => {
+                    let ctx = ctx.get_or_insert_with(|| TrieCtx {
+                        prefixes: &self.prefixes,
+                        tries: &self.tries,
+                        walks: Default::default(),
+                    });
+                    st.explain_miss(key, self.seed, ctx, wc);
+                }
             }
         }
         best
