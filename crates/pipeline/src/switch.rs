@@ -51,7 +51,7 @@
 //!
 //! Maturity: experimental.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -127,8 +127,17 @@ pub enum SwitchError {
     BadPortConfig(String),
 }
 
-/// One rule of an OpenFlow table: the flow as added, with its creation time and (for idle
-/// timeouts) last use. Its counters are the classifier rule's [`classifier::RuleStats`].
+/// A rule's packet and byte counters and last use, shared by every version of the rule (a
+/// modify, or a move to another classifier priority, keeps them).
+#[derive(Debug, Default)]
+pub struct RuleCounters {
+    n_packets: AtomicU64,
+    n_bytes: AtomicU64,
+    last_used_ms: AtomicU64,
+}
+
+/// One rule of an OpenFlow table: the flow as added, with its creation time, counters and
+/// (for idle timeouts) last use.
 #[derive(Debug)]
 pub struct OfRule {
     /// The flow (match, priority, cookie, timeouts, flags, actions). Its `stats` are unused.
@@ -137,28 +146,47 @@ pub struct OfRule {
     pub table: u8,
     /// When it was added, in milliseconds of the switch clock.
     pub created_ms: u64,
-    /// When a packet last matched it, in milliseconds of the switch clock.
-    last_used_ms: AtomicU64,
+    counters: Arc<RuleCounters>,
 }
 
 impl OfRule {
     fn new(entry: FlowEntry, table: u8, now_ms: u64) -> Self {
+        let counters = RuleCounters::default();
+        counters.last_used_ms.store(now_ms, Ordering::Relaxed);
         OfRule {
             entry,
             table,
             created_ms: now_ms,
-            last_used_ms: AtomicU64::new(now_ms),
+            counters: Arc::new(counters),
         }
+    }
+
+    /// Counts one packet of `n_bytes` bytes.
+    pub fn credit(&self, n_bytes: u64) {
+        self.counters.n_packets.fetch_add(1, Ordering::Relaxed);
+        self.counters.n_bytes.fetch_add(n_bytes, Ordering::Relaxed);
+    }
+
+    /// Packets counted.
+    pub fn n_packets(&self) -> u64 {
+        self.counters.n_packets.load(Ordering::Relaxed)
+    }
+
+    /// Bytes counted.
+    pub fn n_bytes(&self) -> u64 {
+        self.counters.n_bytes.load(Ordering::Relaxed)
     }
 
     /// Records a use at `now_ms`.
     pub fn touch(&self, now_ms: u64) {
-        self.last_used_ms.fetch_max(now_ms, Ordering::Relaxed);
+        self.counters
+            .last_used_ms
+            .fetch_max(now_ms, Ordering::Relaxed);
     }
 
     /// When a packet last matched.
     pub fn last_used_ms(&self) -> u64 {
-        self.last_used_ms.load(Ordering::Relaxed)
+        self.counters.last_used_ms.load(Ordering::Relaxed)
     }
 }
 
@@ -171,6 +199,9 @@ pub struct Bridge {
     /// Name.
     pub name: String,
     tables: Vec<Option<OfTable>>,
+    /// Per table, when each mask (OVS classifier subtable) first held a rule.
+    mask_ages: Vec<HashMap<FlowKey, u64>>,
+    next_mask_age: u64,
     /// MAC learning (used by NORMAL; translations learn through `&self`).
     pub mac: Mutex<MacTable>,
 }
@@ -180,6 +211,8 @@ impl Bridge {
         Bridge {
             name: name.to_string(),
             tables: (0..N_TABLES).map(|_| None).collect(),
+            mask_ages: (0..N_TABLES).map(|_| HashMap::new()).collect(),
+            next_mask_age: 0,
             mac: Mutex::new(MacTable::new(aging, size)),
         }
     }
@@ -407,6 +440,7 @@ impl Switch {
         let layout = config.validate()?;
         let mut bridges = std::mem::take(&mut self.bridges);
         let mut next = BTreeMap::new();
+        let mut standalone = Vec::new();
         for b in &config.bridges {
             let old_mode = self
                 .config
@@ -414,26 +448,12 @@ impl Switch {
                 .iter()
                 .find(|o| o.name == b.name)
                 .map(|o| o.fail_mode);
-            let mut br = match bridges.remove(&b.name) {
+            let br = match bridges.remove(&b.name) {
                 Some(br) if old_mode == Some(b.fail_mode) => br,
                 _ => Bridge::new(&b.name, b.mac_aging_secs, b.mac_table_size),
             };
             if old_mode != Some(b.fail_mode) && b.fail_mode == FailMode::Standalone {
-                let normal = FlowEntry {
-                    priority: 0,
-                    actions: vec![Action::Output {
-                        port: OFPP_NORMAL,
-                        max_len: 0,
-                    }],
-                    ..FlowEntry::default()
-                };
-                let rule = Arc::new(OfRule::new(normal.clone(), 0, self.now_ms));
-                br.table_mut(0)
-                    .insert(normal.flow_match, 0, 0, rule)
-                    .map_err(|e| SwitchError::Rule {
-                        index: 0,
-                        msg: e.to_string(),
-                    })?;
+                standalone.push(b.name.clone());
             }
             next.insert(b.name.clone(), br);
         }
@@ -472,6 +492,18 @@ impl Switch {
         self.bridges = next;
         self.config = config;
         self.layout = layout;
+        for name in standalone {
+            let normal = FlowEntry {
+                priority: 0,
+                actions: vec![Action::Output {
+                    port: OFPP_NORMAL,
+                    max_len: 0,
+                }],
+                ..FlowEntry::default()
+            };
+            // A valid flow on an empty table: this cannot fail.
+            let _ = self.flow_mods(&name, vec![FlowMod::add(normal)]);
+        }
         Ok(())
     }
 
@@ -678,8 +710,8 @@ impl Switch {
             .map(|(t, r)| {
                 let mut entry = r.payload().entry.clone();
                 entry.table = Some(t);
-                entry.stats.n_packets = r.stats().n_packets();
-                entry.stats.n_bytes = r.stats().n_bytes();
+                entry.stats.n_packets = r.payload().n_packets();
+                entry.stats.n_bytes = r.payload().n_bytes();
                 entry.stats.duration_ms = self.now_ms.saturating_sub(r.payload().created_ms);
                 DumpedFlow { entry }
             })
@@ -838,7 +870,9 @@ impl Switch {
                     .map_err(|msg| SwitchError::Rule { index: 0, msg })?;
             }
         }
-        // Apply: per table, remove what went away or changed, insert what is new or changed.
+        // Apply, per table: each rule's classifier priority is its OpenFlow priority above a
+        // rank that orders equal priorities as OVS's classifier does (see `tie_ranks`); a rule
+        // whose rank changed moves, keeping its counters.
         let now = self.now_ms;
         let br = self
             .bridges
@@ -850,40 +884,49 @@ impl Switch {
                 .filter(|(lt, _)| *lt == t)
                 .map(|(_, r)| r.clone())
                 .collect();
+            let ranks = tie_ranks(
+                &mut br.mask_ages[usize::from(t)],
+                &mut br.next_mask_age,
+                &d.rules,
+            );
+            let want = |e: &FlowEntry| -> u32 {
+                let rank = ranks.get(e.flow_match.mask()).copied().unwrap_or(0);
+                (u32::from(e.priority) << 16) | u32::from(rank)
+            };
+            let same = |r: &Rule<Arc<OfRule>>, e: &FlowEntry| {
+                r.priority() == want(e) && r.payload().entry.flow_match == e.flow_match
+            };
             let mut batch = Batch::new();
-            let kept: Vec<&Arc<Rule<Arc<OfRule>>>> =
-                d.rules.iter().filter_map(|r| r.live.as_ref()).collect();
             for r in &old {
-                let still = kept.iter().any(|k| Arc::ptr_eq(k, r));
-                let changed = d.rules.iter().any(|n| {
-                    n.live.is_none()
-                        && n.keep_counts
-                        && n.entry.priority == r.payload().entry.priority
-                        && n.entry.flow_match == r.payload().entry.flow_match
-                });
-                if !still && !changed {
+                if !d.rules.iter().any(|n| same(r, &n.entry)) {
                     batch.remove(r.match_(), r.priority());
                 }
             }
-            for n in d.rules.iter().filter(|n| n.live.is_none()) {
-                let existed = old.iter().find(|r| {
-                    r.payload().entry.priority == n.entry.priority
-                        && r.payload().entry.flow_match == n.entry.flow_match
+            for n in &d.rules {
+                let prio = want(&n.entry);
+                if n.live.as_ref().is_some_and(|l| l.priority() == prio) {
+                    continue;
+                }
+                // The rule's previous version (same OpenFlow identity), if it keeps its state.
+                let prev = n.live.clone().or_else(|| {
+                    old.iter()
+                        .find(|r| {
+                            n.keep_counts
+                                && r.payload().entry.priority == n.entry.priority
+                                && r.payload().entry.flow_match == n.entry.flow_match
+                        })
+                        .cloned()
                 });
                 let mut rule = OfRule::new(n.entry.clone(), t, now);
-                if let (Some(r), true) = (existed, n.keep_counts) {
-                    // A modified rule keeps its age and last use, like its counters.
-                    rule.created_ms = r.payload().created_ms;
-                    rule.last_used_ms = AtomicU64::new(r.payload().last_used_ms());
-                    let rule = Arc::new(rule);
-                    batch.modify(n.entry.flow_match, u32::from(n.entry.priority), rule);
+                if let Some(p) = &prev {
+                    rule.created_ms = p.payload().created_ms;
+                    rule.counters = p.payload().counters.clone();
+                }
+                let rule = Arc::new(rule);
+                if old.iter().any(|r| same(r, &n.entry)) {
+                    batch.modify(n.entry.flow_match, prio, rule);
                 } else {
-                    batch.insert(
-                        n.entry.flow_match,
-                        u32::from(n.entry.priority),
-                        n.entry.cookie,
-                        Arc::new(rule),
-                    );
+                    batch.insert(n.entry.flow_match, prio, n.entry.cookie, rule);
                 }
             }
             if !batch.is_empty() {
@@ -897,6 +940,45 @@ impl Switch {
         }
         Ok(out)
     }
+}
+
+/// Ranks of the masks of `rules` that order rules of equal priority as OVS's classifier
+/// does: OVS looks subtables (one per mask) up in order of their highest rule priority, older
+/// subtables first among equals, and keeps the first match of a priority. A higher rank wins.
+/// `ages` records when each mask first held a rule (forgotten once it holds none, as OVS
+/// destroys an empty subtable).
+fn tie_ranks(
+    ages: &mut HashMap<FlowKey, u64>,
+    next_age: &mut u64,
+    rules: &[DraftRule],
+) -> HashMap<FlowKey, u16> {
+    let mut max_prio: HashMap<FlowKey, u16> = HashMap::new();
+    for r in rules {
+        let p = max_prio.entry(*r.entry.flow_match.mask()).or_insert(0);
+        *p = (*p).max(r.entry.priority);
+    }
+    ages.retain(|m, _| max_prio.contains_key(m));
+    for r in rules {
+        ages.entry(*r.entry.flow_match.mask()).or_insert_with(|| {
+            *next_age += 1;
+            *next_age
+        });
+    }
+    let mut order: Vec<(FlowKey, u16, u64)> = max_prio
+        .iter()
+        .map(|(m, p)| (*m, *p, ages.get(m).copied().unwrap_or(u64::MAX)))
+        .collect();
+    order.sort_by_key(|(_, p, age)| (std::cmp::Reverse(*p), *age));
+    order
+        .iter()
+        .enumerate()
+        .map(|(i, (m, _, _))| {
+            (
+                *m,
+                u16::MAX.saturating_sub(u16::try_from(i).unwrap_or(u16::MAX)),
+            )
+        })
+        .collect()
 }
 
 /// The actions a switch decodes from `actions` encoded for OpenFlow `version` (OVS
@@ -1180,7 +1262,7 @@ mod tests {
         )
         .expect("valid flows");
         for f in sw.bridge("br0").expect("exists").rules() {
-            f.1.stats().credit(1, 60);
+            f.1.payload().credit(60);
         }
         let e = parse(&sw, "in_port=1,actions=output:3", FlowCommand::Modify);
         let out = sw
@@ -1354,5 +1436,89 @@ mod tests {
         assert_eq!(sw.expire_flows(9000).len(), 1);
         assert_eq!(sw.expire_flows(11_000).len(), 1);
         assert_eq!(flows(&sw), vec!["in_port=3 actions=drop"]);
+    }
+}
+
+#[cfg(test)]
+mod tie_tests {
+    use super::*;
+    use crate::trace::TraceInput;
+
+    fn actions(sw: &Switch, key: &str) -> String {
+        sw.trace(TraceInput::Datapath(key), Default::default())
+            .expect("valid trace")
+            .datapath_actions()
+    }
+
+    const IP4: &str =
+        "in_port(4),eth(src=50:54:00:00:00:07,dst=50:54:00:00:00:0e),eth_type(0x0800),\
+                       ipv4(src=10.0.1.7,dst=10.0.1.7,proto=47,tos=0,ttl=128,frag=no)";
+
+    #[test]
+    fn equal_priorities_break_ties_as_ovs() {
+        // The `ip,in_port` rule's mask also holds a priority-32768 rule, so OVS looks it up
+        // before the NORMAL catch-all: the goto_table (then a miss) wins over NORMAL.
+        let mut sw = Switch::new();
+        sw.vsctl(
+            "add-br br0 -- set bridge br0 fail-mode=standalone -- add-port br0 p4 tag=30 \
+                 -- set Interface p4 ofport_request=4 -- add-port br0 p6",
+        )
+        .expect("valid setup");
+        sw.add_flows_text(
+            "br0",
+            &[
+                "dl_type=0x1234,in_port=4,actions=output:4",
+                "priority=0,ip,in_port=4,actions=goto_table:1",
+            ],
+            "-O OpenFlow13",
+        )
+        .expect("valid flows");
+        assert_eq!(actions(&sw, IP4), "drop");
+        // Same maxima: the older mask (the catch-all, from NORMAL) is looked up first.
+        let mut sw = Switch::new();
+        sw.vsctl(
+            "add-br br0 -- set bridge br0 fail-mode=standalone -- add-port br0 p4 \
+                 -- set Interface p4 ofport_request=4 -- add-port br0 p1",
+        )
+        .expect("valid setup");
+        sw.add_flows_text(
+            "br0",
+            &[
+                "priority=0,reg0=0,actions=mod_dl_dst:50:54:00:00:00:01",
+                "priority=0,actions=output:1",
+            ],
+            "",
+        )
+        .expect("valid flows");
+        assert_eq!(actions(&sw, IP4), "1");
+    }
+
+    #[test]
+    fn rule_moved_to_another_rank_keeps_counters() {
+        let mut sw = Switch::new();
+        sw.vsctl("add-br br0 -- add-port br0 p1")
+            .expect("valid setup");
+        sw.add_flows_text("br0", &["priority=5,in_port=1,actions=drop"], "")
+            .expect("valid flow");
+        let before: Vec<u32> = sw
+            .bridge("br0")
+            .expect("exists")
+            .rules()
+            .iter()
+            .map(|r| r.1.priority())
+            .collect();
+        for (_, r) in sw.bridge("br0").expect("exists").rules() {
+            r.payload().credit(60);
+        }
+        // A mask with a higher maximum now comes first: the first rule's rank drops.
+        sw.add_flows_text("br0", &["priority=9,ip,actions=drop"], "")
+            .expect("valid flow");
+        let rules = sw.bridge("br0").expect("exists").rules();
+        let moved = rules
+            .iter()
+            .find(|r| r.1.payload().entry.priority == 5)
+            .expect("still there");
+        assert_ne!(moved.1.priority(), before[0]);
+        assert_eq!(moved.1.payload().n_packets(), 1);
     }
 }

@@ -575,7 +575,7 @@ impl Ctx<'_> {
             Some(rule) => {
                 let p = rule.payload();
                 if let Some(bytes) = self.opts.credit_bytes {
-                    rule.stats().credit(1, bytes);
+                    p.credit(bytes);
                     p.touch(self.opts.now_ms);
                 }
                 if let Some(w) = self.walk.as_mut() {
