@@ -199,9 +199,9 @@ pub struct Bridge {
     /// Name.
     pub name: String,
     tables: Vec<Option<OfTable>>,
-    /// Per table, when each mask (OVS classifier subtable) first held a rule.
-    mask_ages: Vec<HashMap<FlowKey, u64>>,
-    next_mask_age: u64,
+    /// Per table, OVS's classifier subtable order (its `pvector`): each mask with its highest
+    /// rule priority, in lookup order.
+    subtables: Vec<Vec<(FlowKey, u16)>>,
     /// MAC learning (used by NORMAL; translations learn through `&self`).
     pub mac: Mutex<MacTable>,
 }
@@ -211,8 +211,7 @@ impl Bridge {
         Bridge {
             name: name.to_string(),
             tables: (0..N_TABLES).map(|_| None).collect(),
-            mask_ages: (0..N_TABLES).map(|_| HashMap::new()).collect(),
-            next_mask_age: 0,
+            subtables: (0..N_TABLES).map(|_| Vec::new()).collect(),
             mac: Mutex::new(MacTable::new(aging, size)),
         }
     }
@@ -767,6 +766,7 @@ impl Switch {
             });
         };
         let mut out = FlowModOutcome::default();
+        let mut pvecs: BTreeMap<u8, Vec<(FlowKey, u16)>> = BTreeMap::new();
         for (index, fm) in mods.iter().enumerate() {
             let e = &fm.entry;
             check_flow(e, index)?;
@@ -862,6 +862,14 @@ impl Switch {
                     }
                 }
             }
+            // Each flow_mod is published on its own: update the subtable order of the
+            // tables it touched.
+            for (t, d) in &drafts {
+                let pv = pvecs
+                    .entry(*t)
+                    .or_insert_with(|| br.subtables[usize::from(*t)].clone());
+                update_subtables(pv, &d.rules);
+            }
         }
         // Check every new rule as the classifier will, so that the commits below cannot fail.
         for d in drafts.values() {
@@ -871,7 +879,7 @@ impl Switch {
             }
         }
         // Apply, per table: each rule's classifier priority is its OpenFlow priority above a
-        // rank that orders equal priorities as OVS's classifier does (see `tie_ranks`); a rule
+        // rank that orders equal priorities as OVS's classifier does (`update_subtables`); a rule
         // whose rank changed moves, keeping its counters.
         let now = self.now_ms;
         let br = self
@@ -884,11 +892,16 @@ impl Switch {
                 .filter(|(lt, _)| *lt == t)
                 .map(|(_, r)| r.clone())
                 .collect();
-            let ranks = tie_ranks(
-                &mut br.mask_ages[usize::from(t)],
-                &mut br.next_mask_age,
-                &d.rules,
-            );
+            let pv = pvecs.remove(&t).unwrap_or_default();
+            let ranks: HashMap<FlowKey, u16> = pv
+                .iter()
+                .enumerate()
+                .map(|(i, (m, _))| {
+                    let rank = u16::MAX.saturating_sub(u16::try_from(i).unwrap_or(u16::MAX));
+                    (*m, rank)
+                })
+                .collect();
+            br.subtables[usize::from(t)] = pv;
             let want = |e: &FlowEntry| -> u32 {
                 let rank = ranks.get(e.flow_match.mask()).copied().unwrap_or(0);
                 (u32::from(e.priority) << 16) | u32::from(rank)
@@ -942,43 +955,36 @@ impl Switch {
     }
 }
 
-/// Ranks of the masks of `rules` that order rules of equal priority as OVS's classifier
-/// does: OVS looks subtables (one per mask) up in order of their highest rule priority, older
-/// subtables first among equals, and keeps the first match of a priority. A higher rank wins.
-/// `ages` records when each mask first held a rule (forgotten once it holds none, as OVS
-/// destroys an empty subtable).
-fn tie_ranks(
-    ages: &mut HashMap<FlowKey, u64>,
-    next_age: &mut u64,
-    rules: &[DraftRule],
-) -> HashMap<FlowKey, u16> {
-    let mut max_prio: HashMap<FlowKey, u16> = HashMap::new();
+/// Updates OVS's classifier subtable order (`pvector`) to the rules `rules` of a table, as
+/// OVS's classifier does when a flow_mod is published: an emptied subtable is removed (the
+/// last entry takes its place), a new one is appended, one whose highest priority changed
+/// keeps its place, then the vector is sorted by priority, stably. Lookups try subtables in
+/// this order and keep the first match of a priority, which decides between overlapping rules
+/// of equal priority.
+fn update_subtables(pv: &mut Vec<(FlowKey, u16)>, rules: &[DraftRule]) {
+    let mut max_prio: Vec<(FlowKey, u16)> = Vec::new();
     for r in rules {
-        let p = max_prio.entry(*r.entry.flow_match.mask()).or_insert(0);
-        *p = (*p).max(r.entry.priority);
+        let m = *r.entry.flow_match.mask();
+        match max_prio.iter_mut().find(|(k, _)| *k == m) {
+            Some((_, p)) => *p = (*p).max(r.entry.priority),
+            None => max_prio.push((m, r.entry.priority)),
+        }
     }
-    ages.retain(|m, _| max_prio.contains_key(m));
-    for r in rules {
-        ages.entry(*r.entry.flow_match.mask()).or_insert_with(|| {
-            *next_age += 1;
-            *next_age
-        });
+    let mut i = 0;
+    while i < pv.len() {
+        if max_prio.iter().any(|(m, _)| *m == pv[i].0) {
+            i += 1;
+        } else {
+            pv.swap_remove(i);
+        }
     }
-    let mut order: Vec<(FlowKey, u16, u64)> = max_prio
-        .iter()
-        .map(|(m, p)| (*m, *p, ages.get(m).copied().unwrap_or(u64::MAX)))
-        .collect();
-    order.sort_by_key(|(_, p, age)| (std::cmp::Reverse(*p), *age));
-    order
-        .iter()
-        .enumerate()
-        .map(|(i, (m, _, _))| {
-            (
-                *m,
-                u16::MAX.saturating_sub(u16::try_from(i).unwrap_or(u16::MAX)),
-            )
-        })
-        .collect()
+    for (m, p) in max_prio {
+        match pv.iter_mut().find(|(k, _)| *k == m) {
+            Some(e) => e.1 = p,
+            None => pv.push((m, p)),
+        }
+    }
+    pv.sort_by_key(|(_, p)| std::cmp::Reverse(*p));
 }
 
 /// The actions a switch decodes from `actions` encoded for OpenFlow `version` (OVS
@@ -1491,6 +1497,32 @@ mod tie_tests {
         )
         .expect("valid flows");
         assert_eq!(actions(&sw, IP4), "1");
+    }
+
+    #[test]
+    fn raised_subtable_stays_behind_equal_ones() {
+        // The catch-all subtable (NORMAL, priority 0) rises to 100 after the icmp6 one was
+        // added at 100: it keeps its place behind it, so the icmp6 rule wins (OVS's answer).
+        let mut sw = Switch::new();
+        sw.vsctl(
+            "add-br br0 -- set bridge br0 fail-mode=standalone -- add-port br0 p3 \
+             -- set Interface p3 ofport_request=3 -- add-port br0 p5 \
+             -- set Interface p5 ofport_request=5",
+        )
+        .expect("valid setup");
+        sw.add_flows_text(
+            "br0",
+            &[
+                "priority=100,icmp6,actions=output:5",
+                "priority=100,actions=NORMAL",
+            ],
+            "",
+        )
+        .expect("valid flows");
+        let pkt = "in_port(3),eth(src=50:54:00:00:00:0b,dst=50:54:00:00:00:01),eth_type(0x86dd),\
+                   ipv6(src=fe80::f,dst=2001:db8::4,label=0,proto=58,tclass=32,hlimit=128,frag=no),\
+                   icmpv6(type=129,code=0)";
+        assert_eq!(actions(&sw, pkt), "5");
     }
 
     #[test]
