@@ -37,9 +37,10 @@
 //! - subtables skipped because of priority consult nothing.
 //!
 //! A hit does not pay for the explanation: the lookup probes the full hash first and walks
-//! the stages only on a miss (the outcome is the same as probing stage by stage). A trie
-//! walk is made at most once per field and lookup; once made, subtables it rules out skip
-//! their hash probe.
+//! the stages only on a miss (the outcome is the same as probing stage by stage), and the
+//! tries' lookup context is made at the first miss. A trie is walked at most once per field
+//! and lookup, resumed only as deep as the prefix lengths asked about need; subtables an
+//! earlier walk already rules out skip their hash probe.
 //!
 //! Tries are path-compressed binary tries with counts (`trie.rs`). The prefix fields are
 //! OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64
