@@ -217,17 +217,6 @@ impl<T> Rule<T> {
         }
         k
     }
-
-    /// True if `key` masked by this rule's mask equals the rule's value.
-    #[inline]
-    pub(crate) fn matches_masked(&self, key: &FlowKey) -> bool {
-        let m = &*self.mask;
-        self.values
-            .as_slice()
-            .iter()
-            .zip(m.idx.iter().zip(m.bits.iter()))
-            .all(|(v, (i, b))| key.words[usize::from(*i)] & b == *v)
-    }
 }
 
 impl<T: fmt::Debug> fmt::Debug for Rule<T> {

@@ -25,7 +25,8 @@ const N_INLINE: usize = 4;
 /// The rules of one masked value, best first.
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
-    /// The first `N_INLINE` value words (zero-padded).
+    /// The value words (zero-padded) if the mask has at most `N_INLINE`; otherwise `vals[0]`
+    /// is the entry's slot in its subtable's `wide` array.
     vals: [u64; N_INLINE],
     head: Arc<Rule<T>>,
     /// Rules with the same match but lower priority, best first (rare, so boxed: an entry
@@ -35,10 +36,15 @@ pub(crate) struct Entry<T> {
 }
 
 impl<T> Entry<T> {
-    fn new(rule: Arc<Rule<T>>) -> Self {
+    fn new(rule: Arc<Rule<T>>, wide_slot: Option<usize>) -> Self {
         let mut vals = [0; N_INLINE];
-        for (o, v) in vals.iter_mut().zip(rule.values.as_slice()) {
-            *o = *v;
+        match wide_slot {
+            Some(slot) => vals[0] = slot as u64,
+            None => {
+                for (o, v) in vals.iter_mut().zip(rule.values.as_slice()) {
+                    *o = *v;
+                }
+            }
         }
         Entry {
             vals,
@@ -122,6 +128,18 @@ impl TrieCtx<'_> {
 #[derive(Debug, Default)]
 struct Partial([u64; packet::key::STAGES.len() - 1], usize);
 
+/// The value words of entry `e` of a subtable whose mask has `n` words.
+#[inline]
+fn entry_values<'a, T>(e: &'a Entry<T>, n: usize, wide: &'a [u64]) -> &'a [u64] {
+    if n <= N_INLINE {
+        &e.vals[..n]
+    } else {
+        #[allow(clippy::cast_possible_truncation)] // A slot index, below `wide.len()`.
+        let slot = e.vals[0] as usize;
+        &wide[slot * n..(slot + 1) * n]
+    }
+}
+
 /// The hash of masked value words `values` at key words `idx` (for rehashing on growth).
 fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     let mut h = seed;
@@ -136,6 +154,10 @@ fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
 pub(crate) struct Subtable<T> {
     pub(crate) mask: Arc<Mask>,
     table: HashTable<Entry<T>>,
+    /// For masks of more than `N_INLINE` words: every entry's value words, one slot of
+    /// `mask.idx.len()` words per entry, so that a lookup compares them in one dense array
+    /// instead of in rules scattered over the heap.
+    wide: Vec<u64>,
     /// Partial-hash counts for each touched stage but the last.
     stage_index: Box<[HashTable<(u64, u32)>]>,
     /// Rules per priority, to know the highest.
@@ -149,6 +171,7 @@ impl<T> Subtable<T> {
         Subtable {
             mask,
             table: HashTable::new(),
+            wide: Vec::new(),
             stage_index: (0..n_index).map(|_| HashTable::new()).collect(),
             priorities: BTreeMap::new(),
             n_rules: 0,
@@ -198,15 +221,17 @@ impl<T> Subtable<T> {
             }
             return;
         }
-        // Rehashing on growth reads the inline words, not the rules, when they suffice.
-        let idx = &self.mask.idx;
-        self.table.insert_unique(hash, Entry::new(rule), |e| {
-            if idx.len() <= N_INLINE {
-                rehash(idx, &e.vals[..idx.len()], seed)
-            } else {
-                rehash(idx, e.head.values.as_slice(), seed)
-            }
+        let n = self.mask.idx.len();
+        let wide_slot = (n > N_INLINE).then(|| {
+            self.wide.extend_from_slice(rule.values.as_slice());
+            self.wide.len() / n - 1
         });
+        // Rehashing on growth reads the entries' words, not the rules.
+        let (idx, wide) = (&self.mask.idx, &self.wide);
+        self.table
+            .insert_unique(hash, Entry::new(rule, wide_slot), |e| {
+                rehash(idx, entry_values(e, n, wide), seed)
+            });
         for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
             match ix.find_mut(ph, |e| e.0 == ph) {
                 Some(e) => e.1 += 1,
@@ -245,6 +270,7 @@ impl<T> Subtable<T> {
         let removed = if e.head.rank == rule.rank {
             if e.rest().is_empty() {
                 let (entry, _) = occ.remove();
+                self.free_wide_slot(&entry, seed);
                 for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
                     if let Ok(mut o) = ix.find_entry(ph, |e| e.0 == ph) {
                         o.get_mut().1 -= 1;
@@ -281,6 +307,26 @@ impl<T> Subtable<T> {
         Some(removed)
     }
 
+    /// Gives back the `wide` slot of a removed entry, moving the last slot into it.
+    fn free_wide_slot(&mut self, entry: &Entry<T>, seed: u64) {
+        let n = self.mask.idx.len();
+        if n <= N_INLINE {
+            return;
+        }
+        let slot = usize::try_from(entry.vals[0]).expect("a slot index");
+        let last = self.wide.len() / n - 1;
+        if slot != last {
+            self.wide.copy_within(last * n..(last + 1) * n, slot * n);
+            let hash = rehash(&self.mask.idx, &self.wide[slot * n..(slot + 1) * n], seed);
+            let moved = self
+                .table
+                .find_mut(hash, |e| e.vals[0] == last as u64)
+                .expect("every wide slot belongs to an entry");
+            moved.vals[0] = slot as u64;
+        }
+        self.wide.truncate(last * n);
+    }
+
     /// Replaces the rule with `new`'s match and rank by `new`; returns the old one.
     pub(crate) fn replace(&mut self, new: Arc<Rule<T>>, seed: u64) -> Option<Arc<Rule<T>>> {
         let hash = self.hashes(new.values.as_slice(), seed, &mut Partial::default());
@@ -305,11 +351,10 @@ impl<T> Subtable<T> {
         let n = m.idx.len();
         self.table
             .find(hash, |e| {
-                let inline = e.vals.iter().zip(m.idx.iter().zip(m.bits.iter()));
-                inline
-                    .into_iter()
+                entry_values(e, n, &self.wide)
+                    .iter()
+                    .zip(m.idx.iter().zip(m.bits.iter()))
                     .all(|(v, (i, b))| key.words[usize::from(*i)] & b == *v)
-                    && (n <= N_INLINE || e.head.matches_masked(key))
             })
             .map(|e| &e.head)
     }
@@ -359,7 +404,7 @@ impl<T> Subtable<T> {
     /// Bytes held by this subtable's tables (not the rules).
     pub(crate) fn heap_bytes(&self) -> usize {
         let entry = std::mem::size_of::<Entry<T>>() + 1;
-        let mut n = self.table.capacity() * entry;
+        let mut n = self.table.capacity() * entry + self.wide.capacity() * 8;
         for ix in self.stage_index.iter() {
             n += ix.capacity() * (std::mem::size_of::<(u64, u32)>() + 1);
         }
