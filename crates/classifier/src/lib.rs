@@ -16,8 +16,9 @@
 //!
 //! **Tuple-space search.** Rules with the same mask share a subtable, a hash table keyed by
 //! the masked value. The hash covers only the mask's non-zero words, precomputed per mask
-//! like OVS's miniflow maps, and an entry keeps the first four value words inline so that a
-//! hit on an exact 5-tuple compares without touching the rule. Subtables are sorted by their
+//! like OVS's miniflow maps. A lookup compares the value words without touching the rule:
+//! an entry holds up to four inline (an exact 5-tuple has four), and wider masks keep every
+//! entry's words in one dense array per subtable. Subtables are sorted by their
 //! highest priority, and a lookup stops as soon as no remaining subtable can hold a rule of
 //! the best priority found (subtables with that same priority are still probed, for the
 //! tie rule).

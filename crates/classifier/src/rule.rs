@@ -115,8 +115,9 @@ pub(crate) fn prefix_len(mask: &FlowKey, f: KeyField) -> Option<u8> {
     u8::try_from(ones).ok()
 }
 
-/// Value words a rule keeps inline: a wide match (OVS's benchmark rules constrain ten words)
-/// is then compared with one cache miss (the rule), not two (the rule and a box).
+/// Value words a rule keeps inline (OVS's benchmark rules constrain ten words), so that the
+/// writer compares a rule's match without a second pointer chase. Lookups never read them:
+/// subtables keep their entries' words themselves.
 const N_VALUES_INLINE: usize = 10;
 
 /// A rule's masked value words, inline when there are at most [`N_VALUES_INLINE`].
