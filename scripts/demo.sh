@@ -20,3 +20,9 @@ say "flow language: one flow in ovs-ofctl's normalized form, per OpenFlow versio
 
 say "packets through a small flow table (classifier with wildcard tracking)"
 "$bin" demo
+
+say "replaying OVS's ofproto/trace cases through the pipeline (testdata/ovs-trace-cases.jsonl)"
+"$bin" trace testdata/ovs-trace-cases.jsonl --quiet
+
+say "one packet traced through two patched bridges (flows, VLAN access ports, NORMAL)"
+"$bin" trace-demo

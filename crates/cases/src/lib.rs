@@ -101,17 +101,55 @@ impl Report {
                 );
             }
         }
-        for kind in ["normalize", "usable_protocols", "error"] {
+        for kind in ["normalize", "usable_protocols", "error", "trace"] {
             let (p, n) = self.count(|o| o.kind == kind);
             if n > 0 {
                 let _ = writeln!(out, "  {kind:<17} {p}/{n}");
             }
         }
         let (p, n) = self.count(|o| o.common);
-        let _ = writeln!(out, "  {:<17} {p}/{n}", "common: true");
+        if n > 0 {
+            let _ = writeln!(out, "  {:<17} {p}/{n}", "common: true");
+        }
         let _ = writeln!(out, "{} passed, {} failed", self.passed(), self.failed());
         out
     }
+}
+
+/// Replays every trace case of a JSON-lines text (the format of
+/// `testdata/ovs-trace-cases.jsonl`) through the pipeline. A line that is not a valid case is
+/// a failing case named by its line number.
+pub fn replay_trace_file(text: &str) -> Report {
+    let mut report = Report::default();
+    for (n, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let outcome = match pipeline::cases::json::trace_case_from_json(raw) {
+            Ok(case) => {
+                let out = pipeline::cases::replay_trace_case(&case);
+                let result = if out.passed {
+                    Ok(())
+                } else {
+                    Err(out.reason.unwrap_or_else(|| format!("got `{}`", out.got)))
+                };
+                CaseOutcome {
+                    id: case.id,
+                    kind: "trace".into(),
+                    common: false,
+                    result,
+                }
+            }
+            Err(e) => CaseOutcome {
+                id: format!("line {}", n + 1),
+                kind: "invalid".into(),
+                common: false,
+                result: Err(format!("not a case: {e}")),
+            },
+        };
+        report.outcomes.push(outcome);
+    }
+    report
 }
 
 /// Replays one parsed line.
@@ -168,6 +206,18 @@ pub fn replay_parse_file(text: &str) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replay_trace_file_reports_bad_lines_and_wrong_answers() {
+        let good = r#"{"id":"t1","setup":[{"op":"start","vsctl_args":""},{"op":"add_of_ports","bridge":"br0","ports":[1,2]},{"op":"add_flows","bridge":"br0","ofctl_options":"","flows":["in_port=1,actions=output:2"]}],"trace_bridge":"br0","trace_input":"in_port=1","trace_input_syntax":"openflow","expected_datapath_actions":"2","compare":"exact"}"#;
+        let wrong = good.replace(r#""id":"t1""#, r#""id":"t2""#).replace(
+            r#""expected_datapath_actions":"2""#,
+            r#""expected_datapath_actions":"3""#,
+        );
+        let r = replay_trace_file(&format!("{good}\n{wrong}\n{{bad\n"));
+        assert_eq!((r.passed(), r.failed()), (1, 2));
+        assert!(r.render(true).contains("FAIL t2 [trace]"));
+    }
 
     #[test]
     fn replay_parse_file_counts_and_survives_bad_lines() {

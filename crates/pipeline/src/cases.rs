@@ -464,3 +464,90 @@ mod tests {
         ));
     }
 }
+
+/// Reading case files (JSON lines, the format of `testdata/ovs-trace-cases.jsonl`), behind the
+/// `json` feature so that the library itself needs no JSON crate.
+#[cfg(feature = "json")]
+pub mod json {
+    use serde_json::Value;
+
+    use super::{CompareMode, SetupStep, TraceCase};
+
+    /// Parses one line of a case file. Errors name what is wrong; nothing panics.
+    pub fn trace_case_from_json(line: &str) -> Result<TraceCase, String> {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        case(&v)
+    }
+
+    fn s(v: &Value, k: &str) -> String {
+        v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
+    }
+
+    fn step(v: &Value) -> Result<SetupStep, String> {
+        Ok(match s(v, "op").as_str() {
+            "start" => SetupStep::Start {
+                vsctl_args: s(v, "vsctl_args"),
+            },
+            "add_of_ports" => SetupStep::AddOfPorts {
+                bridge: s(v, "bridge"),
+                ports: v["ports"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|p| p.as_u64())
+                            .filter_map(|p| u32::try_from(p).ok())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            },
+            "add_of_br" => SetupStep::AddOfBr {
+                brnum: v["brnum"]
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(1),
+            },
+            "vsctl" => SetupStep::Vsctl { cmd: s(v, "cmd") },
+            "ofctl" => SetupStep::Ofctl { cmd: s(v, "cmd") },
+            "appctl" => SetupStep::Appctl { cmd: s(v, "cmd") },
+            op @ ("add_flows" | "replace_flows") => SetupStep::AddFlows {
+                bridge: s(v, "bridge"),
+                ofctl_options: s(v, "ofctl_options"),
+                flows: v["flows"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|f| f.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                replace: op == "replace_flows",
+            },
+            "del_flows" => SetupStep::DelFlows {
+                bridge: s(v, "bridge"),
+                flow_match: s(v, "match"),
+            },
+            "trace_generate" => SetupStep::TraceGenerate {
+                bridge: s(v, "bridge"),
+                flow: s(v, "flow"),
+            },
+            other => return Err(format!("unknown setup op {other}")),
+        })
+    }
+
+    fn case(v: &Value) -> Result<TraceCase, String> {
+        Ok(TraceCase {
+            id: s(v, "id"),
+            setup: v["setup"]
+                .as_array()
+                .map(|a| a.iter().map(step).collect::<Result<Vec<_>, _>>())
+                .transpose()?
+                .unwrap_or_default(),
+            trace_bridge: v["trace_bridge"].as_str().map(String::from),
+            trace_input: s(v, "trace_input"),
+            odp_input: s(v, "trace_input_syntax") == "odp",
+            expected: s(v, "expected_datapath_actions"),
+            compare: CompareMode::parse(&s(v, "compare"))
+                .ok_or_else(|| format!("unknown compare mode {:?}", s(v, "compare")))?,
+        })
+    }
+}
