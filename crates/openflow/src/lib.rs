@@ -8,8 +8,8 @@
 //!
 //! - [`field`]: the field registry (OVS `meta-flow`): names, widths, maskability, prerequisites,
 //!   the protocols that can express each field, and where it lives in a [`packet::key::FlowKey`].
-//! - [`protocols`]: sets of OpenFlow protocol variants (`any`, `NXM,OXM`,
-//!   `OXM-OpenFlow13`...), as ovs-ofctl names, narrows and chooses them.
+//! - [`protocols`]: sets of OpenFlow protocol variants (`any`, `NXM,OXM`, `OXM-OpenFlow13`...), as
+//!   ovs-ofctl names, narrows and chooses them.
 //! - [`Match`] ([`flow_match`]): a value/mask pair over a `FlowKey`, with OVS's field setters
 //!   (`mf_set`) and prerequisite check; the classifier's rule type.
 //! - [`flow::FlowEntry`]: match, priority, cookie, table, timeouts, flags, actions and counters.
