@@ -1461,7 +1461,7 @@ mod tie_tests {
                        ipv4(src=10.0.1.7,dst=10.0.1.7,proto=47,tos=0,ttl=128,frag=no)";
 
     #[test]
-    fn equal_priorities_break_ties_as_ovs() {
+    fn regression_equal_priorities_break_ties_as_ovs() {
         // The `ip,in_port` rule's mask also holds a priority-32768 rule, so OVS looks it up
         // before the NORMAL catch-all: the goto_table (then a miss) wins over NORMAL.
         let mut sw = Switch::new();

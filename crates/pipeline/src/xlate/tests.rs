@@ -807,7 +807,7 @@ proptest! {
 }
 
 #[test]
-fn mod_vlan_vid_sent_with_openflow13_always_pushes() {
+fn regression_mod_vlan_vid_sent_with_openflow13_always_pushes() {
     // ovs-ofctl sends `mod_vlan_vid` to an OpenFlow 1.1+ switch as push_vlan + set: a tagged
     // packet gets a second tag (what OVS does), while the OpenFlow 1.0 form rewrites the tag.
     let mut sw = switch(&[]);
