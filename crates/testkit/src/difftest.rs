@@ -231,7 +231,14 @@ pub fn run(
             Ok(None) => {}
             Ok(Some((sut, packet, r, s))) => {
                 let mismatch = if config.minimize {
-                    minimize_mismatch(reference, sut, &case, n, config.mode)
+                    let first = Mismatch {
+                        case_number: n,
+                        minimal: case.clone(),
+                        packet,
+                        reference: r,
+                        sut: s,
+                    };
+                    minimize_mismatch(reference, sut, first, config.mode)
                 } else {
                     Mismatch {
                         case_number: n,
@@ -386,27 +393,27 @@ pub fn mismatch_against(
     Ok(None)
 }
 
-/// Minimizes a mismatching case and re-traces its first packet for the report.
+/// Minimizes a mismatching case and re-traces its first packet for the report. If the
+/// mismatch does not happen again on a re-run, the first observation is reported with the
+/// system-under-test answer marked `(not reproducible on a re-run)`.
 fn minimize_mismatch(
     reference: &mut dyn TraceSystem,
     sut: &mut dyn TraceSystem,
-    case: &DiffCase,
-    case_number: u64,
+    first: Mismatch,
     mode: CompareMode,
 ) -> Mismatch {
+    let case = &first.minimal;
+    let case_number = first.case_number;
     let minimal = diffgen::minimize(case, |c| {
         matches!(first_mismatch(reference, sut, c, mode), Ok(Some(_)))
     });
     let (packet, r, s) = match first_mismatch(reference, sut, &minimal, mode) {
         Ok(Some(found)) => found,
-        // Flaky: it mismatched once but not again. Report the original case.
+        // Flaky: it mismatched once but not again. Report the first observation.
         _ => {
             return Mismatch {
-                case_number,
-                minimal: case.clone(),
-                packet: String::new(),
-                reference: String::new(),
-                sut: "<not reproducible>".into(),
+                sut: format!("{} (not reproducible on a re-run)", first.sut),
+                ..first
             }
         }
     };
