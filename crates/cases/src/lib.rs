@@ -120,33 +120,37 @@ impl Report {
 /// `testdata/ovs-trace-cases.jsonl`) through the pipeline. A line that is not a valid case is
 /// a failing case named by its line number.
 pub fn replay_trace_file(text: &str) -> Report {
+    replay_lines(text, |raw| {
+        let case = pipeline::cases::json::trace_case_from_json(raw)?;
+        let out = pipeline::cases::replay_trace_case(&case);
+        let result = if out.passed {
+            Ok(())
+        } else {
+            Err(out.reason.unwrap_or_else(|| format!("got `{}`", out.got)))
+        };
+        Ok(CaseOutcome {
+            id: case.id,
+            kind: "trace".into(),
+            common: false,
+            result,
+        })
+    })
+}
+
+/// Replays each non-empty line with `replay`; a line it cannot read (`Err`) becomes a
+/// failing case named by its line number.
+fn replay_lines(text: &str, replay: impl Fn(&str) -> Result<CaseOutcome, String>) -> Report {
     let mut report = Report::default();
     for (n, raw) in text.lines().enumerate() {
         if raw.trim().is_empty() {
             continue;
         }
-        let outcome = match pipeline::cases::json::trace_case_from_json(raw) {
-            Ok(case) => {
-                let out = pipeline::cases::replay_trace_case(&case);
-                let result = if out.passed {
-                    Ok(())
-                } else {
-                    Err(out.reason.unwrap_or_else(|| format!("got `{}`", out.got)))
-                };
-                CaseOutcome {
-                    id: case.id,
-                    kind: "trace".into(),
-                    common: false,
-                    result,
-                }
-            }
-            Err(e) => CaseOutcome {
-                id: format!("line {}", n + 1),
-                kind: "invalid".into(),
-                common: false,
-                result: Err(format!("not a case: {e}")),
-            },
-        };
+        let outcome = replay(raw).unwrap_or_else(|e| CaseOutcome {
+            id: format!("line {}", n + 1),
+            kind: "invalid".into(),
+            common: false,
+            result: Err(format!("not a case: {e}")),
+        });
         report.outcomes.push(outcome);
     }
     report
@@ -184,23 +188,11 @@ pub fn replay_line(line: &ParseCaseLine) -> CaseOutcome {
 /// Replays every case of a JSON-lines text. A line that is not valid JSON is a failing
 /// case named by its line number, not an abort.
 pub fn replay_parse_file(text: &str) -> Report {
-    let mut report = Report::default();
-    for (n, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let outcome = match serde_json::from_str::<ParseCaseLine>(raw) {
-            Ok(line) => replay_line(&line),
-            Err(e) => CaseOutcome {
-                id: format!("line {}", n + 1),
-                kind: "invalid".into(),
-                common: false,
-                result: Err(format!("not a case: {e}")),
-            },
-        };
-        report.outcomes.push(outcome);
-    }
-    report
+    replay_lines(text, |raw| {
+        serde_json::from_str::<ParseCaseLine>(raw)
+            .map(|line| replay_line(&line))
+            .map_err(|e| e.to_string())
+    })
 }
 
 #[cfg(test)]

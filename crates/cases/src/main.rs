@@ -91,32 +91,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             file,
             quiet,
             strict,
-        } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            let report = cases::replay_parse_file(&text);
-            print!("{}", report.render(!quiet));
-            Ok(if strict && report.failed() > 0 {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        } => replay_file(&file, quiet, strict, cases::replay_parse_file),
         Command::Trace {
             file,
             quiet,
             strict,
-        } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            let report = cases::replay_trace_file(&text);
-            print!("{}", report.render(!quiet));
-            Ok(if strict && report.failed() > 0 {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        } => replay_file(&file, quiet, strict, cases::replay_trace_file),
         Command::TraceDemo => {
             trace_demo()?;
             Ok(ExitCode::SUCCESS)
@@ -140,6 +120,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Reads a case file, replays it and prints the report.
+fn replay_file(
+    file: &std::path::Path,
+    quiet: bool,
+    strict: bool,
+    replay: fn(&str) -> cases::Report,
+) -> Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let report = replay(&text);
+    print!("{}", report.render(!quiet));
+    Ok(if strict && report.failed() > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 const DEMO_FLOWS: &[&str] = &[
