@@ -636,7 +636,11 @@ impl Ctx<'_> {
                 } else {
                     OfVersion::Of10
                 };
-                let text = format_of_actions(std::slice::from_ref(a), version);
+                let mut text = format_of_actions(std::slice::from_ref(a), version);
+                if text == "drop" {
+                    // Not expressible in OpenFlow 1.0 (e.g. `push_vlan`): the 1.3 spelling.
+                    text = format_of_actions(std::slice::from_ref(a), OfVersion::Of13);
+                }
                 self.note(&text);
             }
             if !self.do_action(a, is_last) {

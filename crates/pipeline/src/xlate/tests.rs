@@ -841,3 +841,23 @@ fn fdb_static_entries_and_flush_on_port_changes() {
     sw.vsctl("del-port p2").expect("valid");
     assert_eq!(sw.fdb_show("br0", 0).expect("bridge exists").len(), 0);
 }
+
+#[test]
+fn regression_trace_walk_spells_push_vlan_not_drop() {
+    let mut sw = Switch::new();
+    sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2")
+        .unwrap();
+    sw.add_flows_text(
+        "br0",
+        &["ip,actions=mod_vlan_vid:10,output:2"],
+        "-O OpenFlow13",
+    )
+    .unwrap();
+    let r = sw
+        .trace(TraceInput::Datapath(IP1), XlateOptions::default())
+        .unwrap();
+    let walk = r.to_text();
+    assert!(walk.contains("push_vlan:0x8100"), "{walk}");
+    assert!(!walk.lines().any(|l| l.trim() == "drop"), "{walk}");
+    assert_eq!(r.datapath_actions(), "push_vlan(vid=10,pcp=0),2");
+}
