@@ -4,7 +4,7 @@
 //! Each line of the file is one [`TraceCase`]: a bridge/port layout built by ordered
 //! [`SetupStep`]s, one `ofproto/trace` input and the expected `Datapath actions:` line,
 //! compared by the case's [`CompareMode`]. The format is described in
-//! `../shared/acceptance/README.md` § 1 (a copy of the file lives in `testdata/`).
+//! `testdata/README.md` (the file is `testdata/ovs-trace-cases.jsonl`, from shared/acceptance).
 //!
 //! [`replay_on_ovs`] resets an [`OvsReference`], replays the setup, runs the trace and returns
 //! a [`CaseOutcome`]. A case whose `reference_check.agrees` is false records a known
