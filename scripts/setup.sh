@@ -23,8 +23,20 @@ if ((${#need_apt[@]})); then
         exit 1
     fi
     say "apt-get install ${need_apt[*]}"
+    # Debian's openvswitch-switch tries to start system services on install; ferrovs starts
+    # its reference OVS privately instead. Keep services from starting during the install
+    # (only if the machine has no policy of its own), and remove the policy afterwards.
+    own_policy=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        own_policy=1
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_apt[@]}"
+    if [ "$own_policy" = 1 ]; then
+        rm -f /usr/sbin/policy-rc.d
+    fi
 fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
