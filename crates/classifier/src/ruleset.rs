@@ -276,7 +276,7 @@ impl<T> RuleSet<T> {
         let mut pending = std::mem::take(&mut self.trie_pending);
         pending.sort_unstable_by_key(|(t, bits, len, _)| (*t, *bits, *len));
         // Net change per (trie, prefix, length), in order.
-        let mut nets: Vec<(u8, u128, u8, i64)> = Vec::new();
+        let mut nets: Vec<(u8, u128, u8, i64)> = Vec::with_capacity(pending.len());
         for (t, bits, len, d) in pending.drain(..) {
             match nets.last_mut() {
                 Some(last) if (last.0, last.1, last.2) == (t, bits, len) => last.3 += i64::from(d),
@@ -284,23 +284,21 @@ impl<T> RuleSet<T> {
             }
         }
         self.trie_pending = pending;
+        let mut adds: Vec<(u128, u8, u32)> = Vec::new();
         for (t, trie) in self.tries.iter_mut().enumerate() {
             let t = u8::try_from(t).expect("at most MAX_PREFIXES tries");
-            let deltas: Vec<(u128, u8, i64)> = nets
-                .iter()
-                .filter(|n| n.0 == t && n.3 != 0)
-                .map(|n| (n.1, n.2, n.3))
-                .collect();
-            for (bits, len, net) in deltas {
-                for _ in 0..net.unsigned_abs() {
-                    if net > 0 {
-                        trie.insert(bits, len);
-                    } else {
-                        let found = trie.remove(bits, len);
-                        debug_assert!(found, "trie out of sync");
-                    }
+            // Removals first, then the additions in prefix order from a finger.
+            adds.clear();
+            for &(_, bits, len, net) in nets.iter().filter(|n| n.0 == t) {
+                if net > 0 {
+                    adds.push((bits, len, u32::try_from(net).expect("fewer than 4G rules")));
+                }
+                for _ in 0..(-net).max(0) {
+                    let found = trie.remove(bits, len);
+                    debug_assert!(found, "trie out of sync");
                 }
             }
+            trie.insert_sorted(&adds);
             trie.maybe_relayout();
         }
     }

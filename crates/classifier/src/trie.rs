@@ -159,6 +159,7 @@ impl Trie {
     }
 
     /// Adds one rule with prefix `bits` (left-aligned, masked) of length `len`.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, bits: u128, len: u8) {
         self.insert_at(None, self.root, bits, len, 1);
     }
@@ -229,6 +230,55 @@ impl Trie {
                 });
                 self.set_link(parent, fork);
                 return leaf;
+            }
+        }
+    }
+
+    /// Adds `n` rules for each `(bits, len, n)` of `items`, which should be sorted by
+    /// `(bits, len)`: each insertion then starts from the deepest node of the previous
+    /// insertion's path that is a prefix of the new one (a finger), instead of the root, so
+    /// a sorted batch costs about one node step per prefix. Correct in any order.
+    pub(crate) fn insert_sorted(&mut self, items: &[(u128, u8, u32)]) {
+        if let [(bits, len, n)] = *items {
+            // One prefix (a single-rule commit): no finger to keep.
+            self.insert_at(None, self.root, bits, len, n);
+            return;
+        }
+        // Nodes from the root towards the previous prefix, each a prefix of the next (a
+        // fork added since may be missing between two of them, which does not matter).
+        let mut path: Vec<u32> = Vec::new();
+        for &(bits, len, n) in items {
+            while let Some(&top) = path.last() {
+                let node = &self.nodes[top as usize];
+                if node.len <= len && common_len(node.bits(), bits, node.len) == node.len {
+                    break;
+                }
+                path.pop();
+            }
+            let (parent, cur) = match path.last() {
+                None => (None, self.root),
+                Some(&p) => {
+                    let node = &self.nodes[p as usize];
+                    if node.len == len {
+                        self.nodes[p as usize].count += n;
+                        continue;
+                    }
+                    let b = bit(bits, node.len);
+                    (Some((p, b)), node.child[b])
+                }
+            };
+            let target = self.insert_at(parent, cur, bits, len, n);
+            let mut at = match parent {
+                None => self.root,
+                Some((p, b)) => self.nodes[p as usize].child[b],
+            };
+            loop {
+                path.push(at);
+                if at == target {
+                    break;
+                }
+                let node = &self.nodes[at as usize];
+                at = node.child[bit(bits, node.len)];
             }
         }
     }
@@ -419,6 +469,58 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Finger insertion (sorted or not, onto an existing trie) builds the same trie as
+        /// one-by-one insertion: same nodes, same answers, and removal empties it.
+        #[test]
+        fn insert_sorted_agrees_with_insert(
+            first in proptest::collection::vec((0u32..64, 1u8..=32), 0..40),
+            second in proptest::collection::vec((0u32..64, 1u8..=32, 1u32..3), 0..80),
+            sort in proptest::bool::ANY,
+            probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
+        ) {
+            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
+            let mut a = Trie::default();
+            let mut b = Trie::default();
+            for (x, len) in &first {
+                let (p, l) = v4(addr(*x), *len);
+                a.insert(p, l);
+                b.insert(p, l);
+            }
+            let mut items: Vec<(u128, u8, u32)> = second
+                .iter()
+                .map(|(x, len, n)| {
+                    let (p, l) = v4(addr(*x), *len);
+                    (p, l, *n)
+                })
+                .collect();
+            for (p, l, n) in &items {
+                for _ in 0..*n {
+                    a.insert(*p, *l);
+                }
+            }
+            if sort {
+                items.sort_unstable();
+            }
+            b.insert_sorted(&items);
+            proptest::prop_assert_eq!(a.n_nodes(), b.n_nodes());
+            for (x, noise) in probes {
+                let v = u128::from(addr(x) ^ (noise & 0xff)) << 96;
+                let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
+                proptest::prop_assert_eq!(ma.lens, mb.lens);
+                proptest::prop_assert_eq!(ma.examined, mb.examined);
+            }
+            for (x, len) in &first {
+                let (p, l) = v4(addr(*x), *len);
+                proptest::prop_assert!(b.remove(p, l));
+            }
+            for (p, l, n) in &items {
+                for _ in 0..*n {
+                    proptest::prop_assert!(b.remove(*p, *l));
+                }
+            }
+            proptest::prop_assert_eq!(b.n_nodes(), 0);
+        }
+
         /// The trie agrees with a list of prefixes, and every address that agrees with the
         /// looked-up one on `examined` bits gets the same answer.
         #[test]
