@@ -23,6 +23,22 @@ fn exact(wc: &mut FlowKey, f: KeyField) {
     wc.set(f, u128::MAX);
 }
 
+/// If the flow's `f` differs from the datapath packet's (`base`), queues `set` and makes `f`
+/// exact in the wildcards (the emitted action depends on it).
+fn diff(
+    flow: &FlowKey,
+    base: &FlowKey,
+    f: KeyField,
+    set: SetField,
+    sets: &mut Vec<SetField>,
+    wc: &mut FlowKey,
+) {
+    if flow.get(f) != base.get(f) {
+        sets.push(set);
+        exact(wc, f);
+    }
+}
+
 /// The VLAN tags of `k`, outermost first: `(tpid, tci)`.
 pub fn vlan_tags(k: &FlowKey) -> Vec<(u16, u16)> {
     let mut tags = Vec::with_capacity(2);
@@ -48,14 +64,22 @@ pub(crate) fn commit(
 ) {
     // Ethernet addresses.
     let mut eth = Vec::new();
-    if flow.dl_src() != base.dl_src() {
-        eth.push(SetField::EthSrc(flow.dl_src()));
-        exact(wc, fields::DL_SRC);
-    }
-    if flow.dl_dst() != base.dl_dst() {
-        eth.push(SetField::EthDst(flow.dl_dst()));
-        exact(wc, fields::DL_DST);
-    }
+    diff(
+        flow,
+        base,
+        fields::DL_SRC,
+        SetField::EthSrc(flow.dl_src()),
+        &mut eth,
+        wc,
+    );
+    diff(
+        flow,
+        base,
+        fields::DL_DST,
+        SetField::EthDst(flow.dl_dst()),
+        &mut eth,
+        wc,
+    );
     if !eth.is_empty() {
         out.push(DpAction::Set(eth));
         base.set_dl_src(flow.dl_src());
@@ -67,44 +91,80 @@ pub(crate) fn commit(
         let mut l3 = Vec::new();
         match base.dl_type() {
             ETH_TYPE_IP => {
-                if flow.nw_src() != base.nw_src() {
-                    l3.push(SetField::Ipv4Src(flow.nw_src()));
-                    exact(wc, fields::NW_SRC);
-                }
-                if flow.nw_dst() != base.nw_dst() {
-                    l3.push(SetField::Ipv4Dst(flow.nw_dst()));
-                    exact(wc, fields::NW_DST);
-                }
-                if flow.nw_tos() != base.nw_tos() {
-                    l3.push(SetField::Ipv4Tos(flow.nw_tos()));
-                    exact(wc, fields::NW_TOS);
-                }
-                if flow.nw_ttl() != base.nw_ttl() {
-                    l3.push(SetField::Ipv4Ttl(flow.nw_ttl()));
-                    exact(wc, fields::NW_TTL);
-                }
+                diff(
+                    flow,
+                    base,
+                    fields::NW_SRC,
+                    SetField::Ipv4Src(flow.nw_src()),
+                    &mut l3,
+                    wc,
+                );
+                diff(
+                    flow,
+                    base,
+                    fields::NW_DST,
+                    SetField::Ipv4Dst(flow.nw_dst()),
+                    &mut l3,
+                    wc,
+                );
+                diff(
+                    flow,
+                    base,
+                    fields::NW_TOS,
+                    SetField::Ipv4Tos(flow.nw_tos()),
+                    &mut l3,
+                    wc,
+                );
+                diff(
+                    flow,
+                    base,
+                    fields::NW_TTL,
+                    SetField::Ipv4Ttl(flow.nw_ttl()),
+                    &mut l3,
+                    wc,
+                );
             }
             ETH_TYPE_IPV6 => {
-                if flow.ipv6_src() != base.ipv6_src() {
-                    l3.push(SetField::Ipv6Src(flow.ipv6_src()));
-                    exact(wc, fields::IPV6_SRC);
-                }
-                if flow.ipv6_dst() != base.ipv6_dst() {
-                    l3.push(SetField::Ipv6Dst(flow.ipv6_dst()));
-                    exact(wc, fields::IPV6_DST);
-                }
-                if flow.ipv6_label() != base.ipv6_label() {
-                    l3.push(SetField::Ipv6Label(flow.ipv6_label()));
-                    exact(wc, fields::IPV6_LABEL);
-                }
-                if flow.nw_tos() != base.nw_tos() {
-                    l3.push(SetField::Ipv6Tclass(flow.nw_tos()));
-                    exact(wc, fields::NW_TOS);
-                }
-                if flow.nw_ttl() != base.nw_ttl() {
-                    l3.push(SetField::Ipv6Hlimit(flow.nw_ttl()));
-                    exact(wc, fields::NW_TTL);
-                }
+                diff(
+                    flow,
+                    base,
+                    fields::IPV6_SRC,
+                    SetField::Ipv6Src(flow.ipv6_src()),
+                    &mut l3,
+                    wc,
+                );
+                diff(
+                    flow,
+                    base,
+                    fields::IPV6_DST,
+                    SetField::Ipv6Dst(flow.ipv6_dst()),
+                    &mut l3,
+                    wc,
+                );
+                diff(
+                    flow,
+                    base,
+                    fields::IPV6_LABEL,
+                    SetField::Ipv6Label(flow.ipv6_label()),
+                    &mut l3,
+                    wc,
+                );
+                diff(
+                    flow,
+                    base,
+                    fields::NW_TOS,
+                    SetField::Ipv6Tclass(flow.nw_tos()),
+                    &mut l3,
+                    wc,
+                );
+                diff(
+                    flow,
+                    base,
+                    fields::NW_TTL,
+                    SetField::Ipv6Hlimit(flow.nw_ttl()),
+                    &mut l3,
+                    wc,
+                );
             }
             _ => {}
         }
@@ -135,14 +195,8 @@ pub(crate) fn commit(
             };
             if let Some((src, dst)) = mk {
                 let mut l4 = Vec::new();
-                if flow.tp_src() != base.tp_src() {
-                    l4.push(src(flow.tp_src()));
-                    exact(wc, fields::TP_SRC);
-                }
-                if flow.tp_dst() != base.tp_dst() {
-                    l4.push(dst(flow.tp_dst()));
-                    exact(wc, fields::TP_DST);
-                }
+                diff(flow, base, fields::TP_SRC, src(flow.tp_src()), &mut l4, wc);
+                diff(flow, base, fields::TP_DST, dst(flow.tp_dst()), &mut l4, wc);
                 if !l4.is_empty() {
                     exact(wc, fields::NW_PROTO);
                     out.push(DpAction::Set(l4));
