@@ -64,6 +64,7 @@ pub mod normal;
 mod tests;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use commit::commit;
 pub use commit::vlan_tags;
@@ -79,7 +80,7 @@ use packet::key::{fields, FlowKey, KeyField};
 use crate::bridge::{PortKind, PortLayout};
 use crate::odp::{DpAction, VLAN_CFI};
 use crate::switch::{
-    patch_peer, Switch, OFPP_ALL, OFPP_FLOOD, OFPP_NORMAL, OFPP_TABLE, OFPP_UNSET,
+    patch_peer, OfRule, Switch, OFPP_ALL, OFPP_FLOOD, OFPP_NORMAL, OFPP_TABLE, OFPP_UNSET,
 };
 use crate::trace::Walk;
 
@@ -163,10 +164,12 @@ impl DropReason {
     }
 }
 
-/// Drop counters, one per [`DropReason`] (relaxed atomics: translations run in any thread).
+/// Drop counters, one per [`DropReason`] (relaxed atomics: translations run in any thread),
+/// and the MAC learning epoch.
 #[derive(Debug, Default)]
 pub struct Counters {
     drops: [AtomicU64; 12],
+    mac_changes: AtomicU64,
 }
 
 impl Counters {
@@ -177,6 +180,16 @@ impl Counters {
 
     fn inc(&self, reason: DropReason) {
         self.drops[reason.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times NORMAL learned a new address or saw one move, ever. A cache of
+    /// NORMAL's decisions is stale when this changed since it was filled.
+    pub fn mac_epoch(&self) -> u64 {
+        self.mac_changes.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mac_changed(&self) {
+        self.mac_changes.fetch_add(1, Ordering::Release);
     }
 
     /// Every counter by name.
@@ -241,6 +254,48 @@ pub struct XlateOutput {
     pub drops: Vec<DropReason>,
     /// The drop that ended the translation early, if any (the actions are then empty).
     pub error: Option<DropReason>,
+    /// What the translation depended on, for the datapath's revalidation and statistics.
+    pub deps: XlateDeps,
+}
+
+/// What a translation depended on, so that a cache of its result knows when it is stale and
+/// whom to credit.
+#[derive(Debug, Clone, Default)]
+pub struct XlateDeps {
+    /// The rules that matched, in walk order (a rule appears once per match).
+    pub rules: Vec<Arc<OfRule>>,
+    /// Tables of the input bridge that were looked up (bit `t` of word `t / 64`).
+    pub tables: [u64; 4],
+    /// Every lookup used the input key itself (same bridge, same in_port, no field or
+    /// register written before it, no fragment adjustment). Then a rule added to a table can
+    /// change this translation only if its match overlaps the megaflow.
+    pub lookups_on_input: bool,
+    /// NORMAL ran: the result depends on the MAC learning tables
+    /// ([`Counters::mac_epoch`]).
+    pub used_normal: bool,
+}
+
+impl PartialEq for XlateDeps {
+    fn eq(&self, other: &Self) -> bool {
+        self.tables == other.tables
+            && self.lookups_on_input == other.lookups_on_input
+            && self.used_normal == other.used_normal
+            && self.rules.len() == other.rules.len()
+            && self
+                .rules
+                .iter()
+                .zip(&other.rules)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+impl Eq for XlateDeps {}
+
+impl XlateDeps {
+    /// Whether table `t` was looked up.
+    pub fn used_table(&self, t: u8) -> bool {
+        self.tables[usize::from(t / 64)] & (1 << (t % 64)) != 0
+    }
 }
 
 /// Translation errors (bad requests, not packet fates).
@@ -402,6 +457,9 @@ struct Ctx<'a> {
     rule_is_table_miss: bool,
     /// Packet-ins so far (their recirculation ids).
     n_recirc: u32,
+    deps: XlateDeps,
+    /// Patch ports crossed so far on the current path (0 = in the input bridge).
+    patch_depth: u32,
 }
 
 impl Switch {
@@ -469,6 +527,11 @@ impl Switch {
             indent: 0,
             rule_is_table_miss: false,
             n_recirc: 0,
+            patch_depth: 0,
+            deps: XlateDeps {
+                lookups_on_input: true,
+                ..XlateDeps::default()
+            },
         };
         ctx.flow.set_actset_output(u32::from(OFPP_UNSET));
         ctx.note_bridge();
@@ -502,6 +565,7 @@ impl Switch {
             controller: ctx.controller,
             drops: ctx.drops,
             error: ctx.error,
+            deps: ctx.deps,
         })
     }
 }
@@ -565,6 +629,15 @@ impl Ctx<'_> {
             key.set_tp_src(0);
             key.set_tp_dst(0);
         }
+        if self.deps.lookups_on_input {
+            let mut base = self.orig;
+            base.set_actset_output(key.actset_output());
+            if key == base && self.patch_depth == 0 {
+                self.deps.tables[usize::from(table / 64)] |= 1 << (table % 64);
+            } else {
+                self.deps.lookups_on_input = false;
+            }
+        }
         let rule = self
             .sw
             .bridge(&self.bridge)
@@ -574,6 +647,7 @@ impl Ctx<'_> {
         match rule {
             Some(rule) => {
                 let p = rule.payload();
+                self.deps.rules.push(p.clone());
                 if let Some(bytes) = self.opts.credit_bytes {
                     p.credit(bytes);
                     p.touch(self.opts.now_ms);
@@ -1119,10 +1193,12 @@ impl Ctx<'_> {
         self.note_bridge();
         let receives = !self.port(peer_ofport).is_some_and(|q| q.flags.no_receive);
         if receives {
+            self.patch_depth += 1;
             self.xlate_table(peer_ofport, 0, true, last);
             if self.error.is_none() && !self.exit {
                 self.run_action_set();
             }
+            self.patch_depth -= 1;
         } else {
             self.note("OFPPC_NO_RECV set on the peer, dropping packet");
             self.drop(DropReason::NoReceive);

@@ -41,6 +41,7 @@ use packet::key::{fields, FlowKey};
 
 use super::{exact, Ctx, DropReason};
 use crate::bridge::{MirrorConfig, PortLayout, PriorityTags, VlanMode};
+use crate::mac_learning::Learned;
 use crate::odp::VLAN_CFI;
 
 const VID_MASK: u16 = 0x0fff;
@@ -424,6 +425,7 @@ impl Ctx<'_> {
 
     /// OVS `xlate_normal`.
     pub(super) fn normal(&mut self, last: bool) {
+        self.deps.used_normal = true;
         exact(&mut self.wc, fields::DL_SRC);
         exact(&mut self.wc, fields::DL_DST);
         let vm = u128::from(VID_MASK | VLAN_CFI);
@@ -476,7 +478,10 @@ impl Ctx<'_> {
                 return;
             };
             if self.opts.learn && matches!(in_b, InBundle::Port(_)) && src & (1 << 40) == 0 {
-                mac.learn(vlan, src, in_port, now, grat);
+                let learned = mac.learn(vlan, src, in_port, now, grat);
+                if matches!(learned, Learned::New | Learned::Moved { .. }) {
+                    self.sw.counters.mac_changed();
+                }
             }
             mac.lookup(vlan, dst, now)
         };
