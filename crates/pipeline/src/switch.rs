@@ -167,6 +167,15 @@ impl OfRule {
         self.counters.n_bytes.fetch_add(n_bytes, Ordering::Relaxed);
     }
 
+    /// Counts `n_packets` packets of `n_bytes` bytes in all (the datapath crediting a
+    /// megaflow's statistics back to the rules that made it).
+    pub fn credit_many(&self, n_packets: u64, n_bytes: u64) {
+        self.counters
+            .n_packets
+            .fetch_add(n_packets, Ordering::Relaxed);
+        self.counters.n_bytes.fetch_add(n_bytes, Ordering::Relaxed);
+    }
+
     /// Packets counted.
     pub fn n_packets(&self) -> u64 {
         self.counters.n_packets.load(Ordering::Relaxed)
