@@ -1,0 +1,377 @@
+//! `ferrovs-bench`: benchmarks of ferrovs, with the baseline measured in the same run.
+//!
+//! `ferrovs-bench datapath` reproduces the matrix of `shared/peers/ovs-dpdk` on one PMD core:
+//! pcap replay -> bridge -> null, frames of 64 B and 1518 B, 1K/8K/64K/256K flows, rule sets
+//! `single`, `single-udp` and `exact`. For each point it prints Mpps, cycles per packet, the
+//! hit mix per cache level, the megaflow count, RSS and the replay -> null ceiling of the
+//! system; `--with-ovs` runs OVS-DPDK on the same pcaps (see [`ovs_dpdk`]) and prints the
+//! ratio ferrovs / OVS. `--json` prints one JSON object a line per point and system.
+//!
+//! ```text
+//! ferrovs-bench datapath --with-ovs --flows 1K --ruleset exact --frame-len 64 --seconds 10
+//! ferrovs-bench ovs-cleanup        # after an interrupted run: stop our OVS, give back hugepages
+//! ```
+
+#![forbid(unsafe_code)]
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::str::FromStr as _;
+
+use anyhow::Context as _;
+use bench::point::{self, Point, PointResult, Ruleset, RunOptions};
+use bench::{ferrovs, ovs_dpdk, pcap};
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ferrovs-bench",
+    version,
+    about = "ferrovs benchmarks against a baseline measured in the same run"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// pcap replay -> bridge -> null on one PMD core, the OVS-DPDK peer matrix.
+    Datapath(DatapathArgs),
+    /// Stop the private OVS-DPDK of an interrupted run and give back its hugepages.
+    OvsCleanup {
+        /// Root directory of the private OVS-DPDK.
+        #[arg(long, default_value = ovs_dpdk::DEFAULT_ROOT)]
+        ovs_root: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct DatapathArgs {
+    /// Also run OVS-DPDK (Debian's openvswitch-switch-dpdk; needs root) on the same pcaps.
+    #[arg(long)]
+    with_ovs: bool,
+    /// Skip the ferrovs side (OVS-DPDK only).
+    #[arg(long)]
+    no_ferrovs: bool,
+    /// Flow counts, comma-separated (1000 or 1K; K = 1000).
+    #[arg(long, default_value = "1K,8K,64K,256K", value_delimiter = ',', value_parser = parse_flows_list)]
+    flows: Vec<u32>,
+    /// Rule sets, comma-separated: single, single-udp, exact.
+    #[arg(long, default_value = "single,single-udp,exact", value_delimiter = ',', value_parser = parse_rulesets)]
+    ruleset: Vec<Ruleset>,
+    /// Frame lengths on the wire (FCS included), comma-separated.
+    #[arg(long, default_value = "64,1518", value_delimiter = ',', value_parser = parse_frame_lens)]
+    frame_len: Vec<usize>,
+    /// Measurement window, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Minimum warm-up, seconds (warm-up goes on until the rate is stable).
+    #[arg(long, default_value_t = 6.0)]
+    warmup_min: f64,
+    /// Maximum warm-up, seconds.
+    #[arg(long, default_value_t = 150.0)]
+    warmup_max: f64,
+    /// Repetitions per point and system; the median (by Mpps) is reported.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+    /// The core of the PMD thread; everything else runs on core 0.
+    #[arg(long, default_value_t = 1)]
+    pmd_core: usize,
+    /// One JSON object a line per point and system instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON lines to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Where the pcaps are written (and reused).
+    #[arg(long, default_value = pcap::DEFAULT_PCAP_DIR)]
+    pcap_dir: PathBuf,
+    /// Root directory of the private OVS-DPDK.
+    #[arg(long, default_value = ovs_dpdk::DEFAULT_ROOT)]
+    ovs_root: PathBuf,
+    /// Extra OVS other_config settings, e.g. flow-limit=1000000 (repeatable).
+    #[arg(long = "ovs-other-config")]
+    ovs_other_config: Vec<String>,
+    /// OVS dpdk-socket-mem (MiB); default 1024, 2048 above 64K flows.
+    #[arg(long)]
+    ovs_socket_mem: Option<u64>,
+    /// Do not apt-get install missing OVS-DPDK packages.
+    #[arg(long)]
+    no_install: bool,
+}
+
+fn parse_flows_list(s: &str) -> Result<u32, point::FilterError> {
+    point::parse_flows(s)
+}
+
+fn parse_rulesets(s: &str) -> Result<Ruleset, point::FilterError> {
+    Ruleset::from_str(s)
+}
+
+fn parse_frame_lens(s: &str) -> Result<usize, point::FilterError> {
+    point::parse_frame_len(s)
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::Datapath(args) => datapath(&args),
+        Cmd::OvsCleanup { ovs_root } => ovs_dpdk::cleanup(&ovs_root),
+    }
+}
+
+fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for &x in v {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+fn datapath(args: &DatapathArgs) -> anyhow::Result<()> {
+    let points = point::matrix(
+        &dedup(&args.frame_len),
+        &dedup(&args.flows),
+        &dedup(&args.ruleset),
+    );
+    let opts = RunOptions {
+        seconds: args.seconds,
+        warmup_min_secs: args.warmup_min,
+        warmup_max_secs: args.warmup_max,
+        pmd_core: Some(args.pmd_core),
+        pcap_dir: args.pcap_dir.clone(),
+    };
+    let mut out_file = match &args.out {
+        Some(p) => Some(File::create(p).with_context(|| format!("creating {}", p.display()))?),
+        None => None,
+    };
+    let mut ovs = if args.with_ovs {
+        let max_flows = points.iter().map(|p| p.flows).max().unwrap_or(0);
+        let mut cfg = ovs_dpdk::OvsConfig::for_max_flows(max_flows);
+        cfg.root.clone_from(&args.ovs_root);
+        cfg.pmd_core = args.pmd_core;
+        cfg.lcore = usize::from(args.pmd_core == 0);
+        cfg.other_config.clone_from(&args.ovs_other_config);
+        cfg.install = !args.no_install;
+        if let Some(mb) = args.ovs_socket_mem {
+            cfg.socket_mem_mb = mb;
+            cfg.hugepages = mb / 2 + 64;
+        }
+        eprintln!("ovs-dpdk: setting up under {}", cfg.root.display());
+        Some(ovs_dpdk::OvsDpdk::setup(cfg).context("setting up OVS-DPDK")?)
+    } else {
+        None
+    };
+
+    if !args.json {
+        print_header();
+    }
+    for p in &points {
+        let pcap = pcap::ensure_pcap(&opts.pcap_dir, p)?;
+        let mut ferrovs_res = None;
+        if !args.no_ferrovs {
+            eprintln!("ferrovs: {p}");
+            ferrovs_res = Some(repeat(args.reps, |_| ferrovs::run_point(p, &opts)));
+        }
+        let mut ovs_res = None;
+        if let Some(o) = ovs.as_mut() {
+            eprintln!("ovs-dpdk: {p}");
+            ovs_res = Some(repeat(args.reps, |_| o.run_point(p, &opts, &pcap)));
+        }
+        if let (Some(Ok(f)), Some(Ok(o))) = (ferrovs_res.as_mut(), ovs_res.as_ref()) {
+            if o.mpps > 0.0 {
+                f.ratio_to_ovs = Some(round3(f.mpps / o.mpps));
+            }
+        }
+        for (system, res) in [(ferrovs::SYSTEM, ferrovs_res), (ovs_dpdk::SYSTEM, ovs_res)] {
+            let Some(mut res) = res else { continue };
+            if let Ok(r) = res.as_mut() {
+                if let (None, Some(c)) = (r.ratio_to_ceiling, r.ceiling_mpps) {
+                    if c > 0.0 {
+                        r.ratio_to_ceiling = Some(round3(r.mpps / c));
+                    }
+                }
+            }
+            let line = match &res {
+                Ok(r) => serde_json::to_value(r)?,
+                Err(e) => json!({
+                    "system": system, "frame_len": p.frame_len, "flows": p.flows,
+                    "ruleset": p.ruleset, "error": format!("{e:#}"),
+                }),
+            };
+            if let Err(e) = &res {
+                eprintln!("{system}: {p}: {e:#}");
+            }
+            if let Some(f) = out_file.as_mut() {
+                writeln!(f, "{line}").context("writing --out")?;
+            }
+            if args.json {
+                println!("{line}");
+            } else {
+                print_row(system, p, &res);
+            }
+        }
+    }
+    if let Some(mut o) = ovs.take() {
+        o.shutdown()?;
+    }
+    Ok(())
+}
+
+/// Runs `f` `reps` times (stopping at the first error) and returns the median result.
+fn repeat(
+    reps: u32,
+    mut f: impl FnMut(u32) -> anyhow::Result<PointResult>,
+) -> anyhow::Result<PointResult> {
+    let mut runs = Vec::new();
+    for rep in 0..reps {
+        runs.push(f(rep)?);
+    }
+    point::median(runs).context("no repetitions")
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn print_header() {
+    println!(
+        "{:<9} {:>5} {:>7} {:<10} {:>7} {:>15} {:>7} {:>6} {:>8} {:<26} {:>9} {:>8} {:>5} {:>7}",
+        "system",
+        "frame",
+        "flows",
+        "ruleset",
+        "Mpps",
+        "min..max",
+        "ceiling",
+        "%ceil",
+        "cyc/pkt",
+        "simple/emc/smc/mf/upcall%",
+        "megaflows",
+        "RSS MiB",
+        "pmd%",
+        "vs OVS"
+    );
+}
+
+fn opt(v: Option<f64>, scale: f64, prec: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |x| format!("{:.prec$}", x * scale))
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn print_row(system: &str, p: &Point, res: &anyhow::Result<PointResult>) {
+    let head = format!(
+        "{:<9} {:>5} {:>7} {:<10}",
+        system, p.frame_len, p.flows, p.ruleset
+    );
+    match res {
+        Err(e) => println!(
+            "{head} error: {}",
+            format!("{e:#}").lines().next().unwrap_or("")
+        ),
+        Ok(r) => {
+            let hits = r.hits.percent().map(|v| format!("{v:.0}")).join("/");
+            println!(
+                "{head} {:>7.2} {:>15} {:>7} {:>6} {:>8.1} {:<26} {:>9} {:>8.1} {:>5} {:>7}",
+                r.mpps,
+                format!("{:.2}..{:.2}", r.mpps_min, r.mpps_max),
+                opt(r.ceiling_mpps, 1.0, 2),
+                opt(r.ratio_to_ceiling, 100.0, 0),
+                r.cycles_per_pkt,
+                hits,
+                r.megaflows,
+                r.rss_bytes as f64 / (1024.0 * 1024.0),
+                opt(r.pmd_cpu_share, 100.0, 0),
+                opt(r.ratio_to_ovs, 1.0, 2),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(args)
+    }
+
+    #[test]
+    fn datapath_defaults_are_the_full_matrix() {
+        let Cmd::Datapath(a) = parse(&["ferrovs-bench", "datapath"]).unwrap().command else {
+            panic!("not datapath");
+        };
+        assert_eq!(a.flows, vec![1_000, 8_000, 64_000, 256_000]);
+        assert_eq!(a.ruleset, Ruleset::ALL.to_vec());
+        assert_eq!(a.frame_len, vec![64, 1518]);
+        assert!(!a.with_ovs && !a.json);
+        assert_eq!(point::matrix(&a.frame_len, &a.flows, &a.ruleset).len(), 24);
+    }
+
+    #[test]
+    fn datapath_point_filters_parse() {
+        let cli = parse(&[
+            "ferrovs-bench",
+            "datapath",
+            "--with-ovs",
+            "--flows",
+            "1K,8000",
+            "--ruleset=single-udp,exact",
+            "--frame-len",
+            "64",
+            "--seconds",
+            "5",
+            "--reps",
+            "3",
+            "--json",
+        ])
+        .unwrap();
+        let Cmd::Datapath(a) = cli.command else {
+            panic!("not datapath");
+        };
+        assert_eq!(a.flows, vec![1_000, 8_000]);
+        assert_eq!(a.ruleset, vec![Ruleset::SingleUdp, Ruleset::Exact]);
+        assert_eq!(a.frame_len, vec![64]);
+        assert_eq!(
+            (a.seconds, a.reps, a.with_ovs, a.json),
+            (5.0, 3, true, true)
+        );
+    }
+
+    #[test]
+    fn datapath_bad_filters_are_errors() {
+        assert!(parse(&["ferrovs-bench", "datapath", "--flows", "lots"]).is_err());
+        assert!(parse(&["ferrovs-bench", "datapath", "--ruleset", "single,wild"]).is_err());
+        assert!(parse(&["ferrovs-bench", "datapath", "--frame-len", "12"]).is_err());
+        assert!(parse(&["ferrovs-bench", "datapath", "--reps", "0"]).is_err());
+        assert!(parse(&["ferrovs-bench", "datapath", "--flows"]).is_err());
+    }
+
+    #[test]
+    fn repeat_takes_the_median_and_stops_at_errors() {
+        let p = Point {
+            frame_len: 64,
+            flows: 1_000,
+            ruleset: Ruleset::Exact,
+        };
+        let r = repeat(3, |i| {
+            let mut r = PointResult::new("x", &p);
+            r.mpps = [5.0, 1.0, 3.0][i as usize];
+            Ok(r)
+        })
+        .unwrap();
+        assert_eq!((r.mpps, r.mpps_min, r.mpps_max), (3.0, 1.0, 5.0));
+        let mut calls = 0;
+        assert!(repeat(3, |_| {
+            calls += 1;
+            anyhow::bail!("no")
+        })
+        .is_err());
+        assert_eq!(calls, 1);
+    }
+}
