@@ -5,9 +5,9 @@
 //! per queue (see [`crate::stats`]) and indexed by [`DropReason`], and read by name as
 //! `drop_<reason>` ([`DropReason::counter_name`]).
 //!
-//! This session's reasons are those of the netdev layer. The caches, upcalls and action
-//! execution add theirs (`NoPort`, `MeterDrop`, `UpcallLimit`, …) as they land; each variant
-//! has a test asserting that its counter moves.
+//! The netdev layer's reasons come first, then those of the caches, upcalls and action
+//! execution; each variant has a test asserting that its counter moves (`tests/drops.rs`,
+//! `tests/cached.rs`).
 
 /// Why a packet was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,11 +22,27 @@ pub enum DropReason {
     TxQueueFull,
     /// The port cannot transmit (a pcap replay has no tx side, like DPDK's `tx_drop`).
     TxUnsupported,
+    /// A cache miss found its ingress port's upcall budget spent (a storm of new flows).
+    UpcallLimit,
+    /// A cache miss arrived while the flow tables were being changed.
+    UpcallBusy,
+    /// The translation of a cache miss failed (no such port or bridge).
+    UpcallFailed,
+    /// The flow's actions drop the packet (an empty action list: an explicit drop).
+    FlowDrop,
+    /// An output to a datapath port that does not exist.
+    NoPort,
+    /// The packet's only destination is the controller, whose channel does not exist yet.
+    Userspace,
+    /// An action this datapath does not execute yet (recirculation).
+    Unsupported,
+    /// A VLAN push/pop or header rewrite did not fit the packet's bytes.
+    HeaderRewrite,
 }
 
 impl DropReason {
     /// Number of reasons, the length of a per-reason counter array.
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 13;
 
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
@@ -35,6 +51,14 @@ impl DropReason {
         DropReason::RxQueueFull,
         DropReason::TxQueueFull,
         DropReason::TxUnsupported,
+        DropReason::UpcallLimit,
+        DropReason::UpcallBusy,
+        DropReason::UpcallFailed,
+        DropReason::FlowDrop,
+        DropReason::NoPort,
+        DropReason::Userspace,
+        DropReason::Unsupported,
+        DropReason::HeaderRewrite,
     ];
 
     /// The reason in snake case, as used in traces and logs (`"no_buffer"`).
@@ -45,6 +69,14 @@ impl DropReason {
             DropReason::RxQueueFull => "rx_queue_full",
             DropReason::TxQueueFull => "tx_queue_full",
             DropReason::TxUnsupported => "tx_unsupported",
+            DropReason::UpcallLimit => "upcall_limit",
+            DropReason::UpcallBusy => "upcall_busy",
+            DropReason::UpcallFailed => "upcall_failed",
+            DropReason::FlowDrop => "explicit",
+            DropReason::NoPort => "no_port",
+            DropReason::Userspace => "userspace",
+            DropReason::Unsupported => "unsupported_action",
+            DropReason::HeaderRewrite => "header_rewrite",
         }
     }
 
@@ -56,6 +88,14 @@ impl DropReason {
             DropReason::RxQueueFull => "drop_rx_queue_full",
             DropReason::TxQueueFull => "drop_tx_queue_full",
             DropReason::TxUnsupported => "drop_tx_unsupported",
+            DropReason::UpcallLimit => "drop_upcall_limit",
+            DropReason::UpcallBusy => "drop_upcall_busy",
+            DropReason::UpcallFailed => "drop_upcall_failed",
+            DropReason::FlowDrop => "drop_explicit",
+            DropReason::NoPort => "drop_no_port",
+            DropReason::Userspace => "drop_userspace",
+            DropReason::Unsupported => "drop_unsupported_action",
+            DropReason::HeaderRewrite => "drop_header_rewrite",
         }
     }
 

@@ -59,18 +59,27 @@ pub mod batch;
 pub mod buffer;
 #[allow(unsafe_code)]
 pub mod cycles;
+pub mod dpif;
 pub mod drop;
+pub mod emc;
+pub mod exec;
 #[cfg(feature = "test-utils")]
 pub mod flows;
+pub mod megaflow;
 #[allow(unsafe_code)]
 pub mod netdev;
+pub mod ofproto;
 pub mod pcap;
+pub mod pmd;
 pub mod pool;
 pub mod stats;
+pub mod upcall;
 
 pub use batch::{Batch, BATCH_SIZE};
 pub use buffer::{BufClass, Metadata, Packet};
+pub use dpif::{Datapath, DpPort};
 pub use drop::DropReason;
 pub use netdev::Netdev;
+pub use pmd::{Pmd, PmdConfig, PmdStats, PmdThreads};
 pub use pool::{Pool, PoolConfig};
 pub use stats::QueueStats;

@@ -1,0 +1,227 @@
+//! The datapath as the control plane sees it: ports, the translator, the generation of the
+//! flow tables, and the PMD threads' published state.
+//!
+//! # Flow-table changes and their acknowledgement
+//!
+//! Whoever changes what translations depend on (the flow tables, the ports) calls
+//! [`Datapath::publish`] while the change is already visible to translations, which bumps the
+//! generation and records a [`Change`]. Each PMD thread compares the generation with the one
+//! it has revalidated against at the top of every poll iteration (one atomic load) and, when
+//! it moved, revalidates its megaflows against the recorded changes before it forwards
+//! another packet. [`Datapath::wait_ack`] returns once every running PMD thread has done so:
+//! after that, no packet is forwarded by a decision the change made stale. A PMD driven by
+//! hand ([`crate::pmd::Pmd::run_once`], tests) revalidates at the start of its next call.
+//!
+//! The change log keeps the last [`MAX_CHANGES`] changes; a PMD further behind revalidates
+//! everything.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use crate::netdev::Netdev;
+use crate::pmd::PmdStats;
+use crate::upcall::{Change, Upcall};
+
+/// Changes kept for PMD threads that are behind.
+pub const MAX_CHANGES: usize = 64;
+
+/// How long [`Datapath::wait_ack`] waits for a PMD thread before giving up on it.
+pub const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A port of the datapath.
+#[derive(Debug, Clone)]
+pub struct DpPort {
+    /// Datapath port number (what `in_port` and `Output` say).
+    pub dp_port: u32,
+    /// Its I/O.
+    pub netdev: Arc<dyn Netdev>,
+    /// VLAN tags parsed into the key (the bridge's `vlan-limit`, 0 = no limit).
+    pub vlan_limit: u32,
+}
+
+/// What a PMD thread publishes for the others.
+#[derive(Debug, Default)]
+pub struct PmdShared {
+    /// The generation it has revalidated against.
+    pub seen_gen: AtomicU64,
+    /// The statistics request it has served.
+    pub stats_seen: AtomicU64,
+    /// Polling in its own thread (only those are waited for).
+    pub running: AtomicBool,
+    /// Its counters as of its last housekeeping.
+    pub stats: Mutex<PmdStats>,
+}
+
+/// One datapath: ports, translator, generation.
+#[derive(Debug)]
+pub struct Datapath {
+    upcall: Arc<dyn Upcall>,
+    ports: RwLock<Vec<DpPort>>,
+    port_gen: AtomicU64,
+    gen: AtomicU64,
+    changes: Mutex<VecDeque<(u64, Arc<Change>)>>,
+    pmds: Mutex<Vec<Arc<PmdShared>>>,
+    stats_req: AtomicU64,
+    epoch: Instant,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Datapath {
+    /// A datapath without ports that translates with `upcall`.
+    pub fn new(upcall: Arc<dyn Upcall>) -> Arc<Datapath> {
+        Arc::new(Datapath {
+            upcall,
+            ports: RwLock::new(Vec::new()),
+            port_gen: AtomicU64::new(0),
+            gen: AtomicU64::new(0),
+            changes: Mutex::new(VecDeque::new()),
+            pmds: Mutex::new(Vec::new()),
+            stats_req: AtomicU64::new(0),
+            epoch: Instant::now(),
+        })
+    }
+
+    /// The translator.
+    pub fn upcall(&self) -> &Arc<dyn Upcall> {
+        &self.upcall
+    }
+
+    /// Milliseconds since the datapath was made.
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Adds (or replaces) a port. PMD threads pick it up at their next housekeeping; rx
+    /// queues are assigned when a PMD is made.
+    pub fn add_port(&self, port: DpPort) {
+        let mut ports = self.ports.write().unwrap_or_else(PoisonError::into_inner);
+        ports.retain(|p| p.dp_port != port.dp_port);
+        ports.push(port);
+        ports.sort_by_key(|p| p.dp_port);
+        self.port_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Removes a port; false if there was none. Megaflows that output to it drop
+    /// (`drop_no_port`) until they are revalidated.
+    pub fn remove_port(&self, dp_port: u32) -> bool {
+        let mut ports = self.ports.write().unwrap_or_else(PoisonError::into_inner);
+        let before = ports.len();
+        ports.retain(|p| p.dp_port != dp_port);
+        self.port_gen.fetch_add(1, Ordering::Release);
+        before != ports.len()
+    }
+
+    /// The ports, sorted by number.
+    pub fn ports(&self) -> Vec<DpPort> {
+        self.ports
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Changes whenever a port is added or removed.
+    pub fn port_generation(&self) -> u64 {
+        self.port_gen.load(Ordering::Acquire)
+    }
+
+    /// The current flow-table generation.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.gen.load(Ordering::Acquire)
+    }
+
+    /// Records a change that translations already see, and returns its generation (pass it
+    /// to [`Datapath::wait_ack`]).
+    pub fn publish(&self, change: Change) -> u64 {
+        let mut log = lock(&self.changes);
+        let g = self.gen.load(Ordering::Relaxed) + 1;
+        log.push_back((g, Arc::new(change)));
+        while log.len() > MAX_CHANGES {
+            log.pop_front();
+        }
+        self.gen.store(g, Ordering::Release);
+        g
+    }
+
+    /// The changes after generation `seen`, oldest first; `None` if some of them are no
+    /// longer kept (then everything must be revalidated).
+    pub fn changes_since(&self, seen: u64) -> Option<Vec<Arc<Change>>> {
+        let log = lock(&self.changes);
+        let now = self.gen.load(Ordering::Acquire);
+        if now == seen {
+            return Some(Vec::new());
+        }
+        let first = log.front().map(|(g, _)| *g)?;
+        if first > seen + 1 {
+            return None;
+        }
+        Some(
+            log.iter()
+                .filter(|(g, _)| *g > seen)
+                .map(|(_, c)| c.clone())
+                .collect(),
+        )
+    }
+
+    /// Registers a PMD's shared state.
+    pub(crate) fn register_pmd(&self, shared: Arc<PmdShared>) {
+        lock(&self.pmds).push(shared);
+    }
+
+    /// Forgets a PMD that stopped.
+    pub(crate) fn unregister_pmd(&self, shared: &Arc<PmdShared>) {
+        lock(&self.pmds).retain(|p| !Arc::ptr_eq(p, shared));
+    }
+
+    /// Waits until every running PMD thread has revalidated against generation `gen`; false
+    /// if one did not within [`ACK_TIMEOUT`].
+    pub fn wait_ack(&self, gen: u64) -> bool {
+        let pmds: Vec<Arc<PmdShared>> = lock(&self.pmds).clone();
+        let deadline = Instant::now() + ACK_TIMEOUT;
+        for p in pmds {
+            while p.running.load(Ordering::Acquire) && p.seen_gen.load(Ordering::Acquire) < gen {
+                if Instant::now() > deadline {
+                    return false;
+                }
+                std::thread::yield_now();
+            }
+        }
+        true
+    }
+
+    /// Asks every PMD to credit its megaflows' statistics to the rules that made them, and
+    /// waits until the running ones did (a PMD driven by hand does it at its next
+    /// [`crate::pmd::Pmd::run_once`]).
+    pub fn sync_stats(&self) -> bool {
+        let req = self.stats_req.fetch_add(1, Ordering::AcqRel) + 1;
+        let pmds: Vec<Arc<PmdShared>> = lock(&self.pmds).clone();
+        let deadline = Instant::now() + ACK_TIMEOUT;
+        for p in pmds {
+            while p.running.load(Ordering::Acquire) && p.stats_seen.load(Ordering::Acquire) < req {
+                if Instant::now() > deadline {
+                    return false;
+                }
+                std::thread::yield_now();
+            }
+        }
+        true
+    }
+
+    /// The statistics request number (PMDs compare it with the one they served).
+    pub(crate) fn stats_request(&self) -> u64 {
+        self.stats_req.load(Ordering::Acquire)
+    }
+
+    /// Every registered PMD's counters as of its last housekeeping.
+    pub fn pmd_stats(&self) -> Vec<PmdStats> {
+        lock(&self.pmds)
+            .iter()
+            .map(|p| lock(&p.stats).clone())
+            .collect()
+    }
+}

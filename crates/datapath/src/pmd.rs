@@ -1,0 +1,902 @@
+//! A poll-mode driver thread: polls its rx queues and runs each batch through extraction,
+//! the exact-match cache, the megaflow cache, upcalls and action execution.
+//!
+//! # Per batch (≤ 32 packets)
+//!
+//! 1. **Extract** every packet's [`FlowKey`] (`in_port` = datapath port, VLANs normalized as the
+//!    bridge's translation expects).
+//! 2. **EMC** ([`crate::emc`]) when it pays, then the **megaflow cache** ([`crate::megaflow`]) for
+//!    the rest, hashed and prefetched as a batch.
+//! 3. **Upcall** for each miss, through a token bucket per ingress port
+//!    ([`PmdConfig::upcall_rate`]): a storm of new flows costs counted drops (`drop_upcall_limit`),
+//!    not stalls of established flows. The translation's mask and actions become a megaflow, unless
+//!    the table is at [`PmdConfig::megaflow_limit`]: then the packet is forwarded by the
+//!    translation alone (counted in `megaflow_limit_hits`) and established megaflows stay; nothing
+//!    is evicted to make room, so no flow set larger than the limit makes the cache thrash.
+//! 4. **Execute** each packet's actions: outputs are queued per tx port and each queue is flushed
+//!    once per batch (or when it holds 32); a copy is made only for outputs before the last one
+//!    (mirrors, floods); header rewrites use incremental checksums.
+//!
+//! # Housekeeping (about every millisecond)
+//!
+//! Token buckets refill; a slice of the megaflows is swept (idle ones expire after
+//! [`PmdConfig::max_idle_ms`], the others credit their packet and byte counts to the
+//! OpenFlow rules their translation matched); subtables are re-ranked by hits every
+//! second; counters are published to [`PmdShared`]; NORMAL's MAC changes trigger the
+//! revalidation of the megaflows that ran NORMAL.
+//!
+//! # Revalidation
+//!
+//! Checked at the top of every iteration (see [`crate::dpif`]): a megaflow is retranslated
+//! only if a change can concern it, using what its translation depended on
+//! ([`pipeline::xlate::XlateDeps`]): rules added to a table it looked up with its own key
+//! must overlap it; other changes to a table it looked up, or any change for a translation
+//! that rewrote its key before a lookup, retranslate it. A retranslation that yields the same
+//! actions and no wider mask keeps the megaflow; otherwise it is removed (its statistics
+//! credited first) and the next packet upcalls.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
+
+use packet::extract::extract;
+use packet::key::FlowKey;
+use pipeline::odp::DpAction;
+use pipeline::xlate::{normalize_key, XlateDeps};
+
+use crate::batch::{Batch, BATCH_SIZE};
+use crate::buffer::Packet;
+use crate::dpif::{Datapath, PmdShared};
+use crate::drop::DropReason;
+use crate::emc::{key_hash, Emc, EmcMode};
+use crate::megaflow::{FlowId, MegaflowTable};
+use crate::netdev::Netdev;
+use crate::pool::{Pool, PoolConfig};
+use crate::stats::DropCounts;
+use crate::upcall::{Change, KeyHash, UpcallError, UpcallRequest};
+use crate::{cycles, exec};
+
+/// A PMD thread's settings.
+#[derive(Debug, Clone)]
+pub struct PmdConfig {
+    /// Exact-match cache slots (0 turns it off).
+    pub emc_entries: usize,
+    /// Megaflows at most (OVS `flow-limit`).
+    pub megaflow_limit: usize,
+    /// A megaflow unused this long expires (OVS `max-idle`).
+    pub max_idle_ms: u64,
+    /// Upcalls per second per ingress port; misses beyond it are dropped and counted.
+    pub upcall_rate: u32,
+    /// Upcalls in a burst per ingress port.
+    pub upcall_burst: u32,
+    /// Packet buffers of the thread's pool.
+    pub pool: PoolConfig,
+}
+
+impl Default for PmdConfig {
+    fn default() -> Self {
+        PmdConfig {
+            emc_entries: crate::emc::DEFAULT_ENTRIES,
+            megaflow_limit: 1 << 20,
+            max_idle_ms: 10_000,
+            upcall_rate: 200_000,
+            upcall_burst: 20_000,
+            pool: PoolConfig::default(),
+        }
+    }
+}
+
+/// A PMD thread's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PmdStats {
+    /// Which PMD.
+    pub pmd: usize,
+    /// Packets received and processed.
+    pub packets: u64,
+    /// Packets whose flow the exact-match cache found.
+    pub emc_hits: u64,
+    /// Packets whose flow the megaflow cache found.
+    pub megaflow_hits: u64,
+    /// Packets translated by an upcall.
+    pub upcalls: u64,
+    /// Packets forwarded by a translation that could not become a megaflow (limit).
+    pub megaflow_limit_hits: u64,
+    /// Copies sent to the controller (the OpenFlow channel does not exist yet: counted only).
+    pub userspace: u64,
+    /// Drops by reason.
+    pub drops: DropCounts,
+    /// Megaflows now.
+    pub megaflows: u64,
+    /// Subtables (distinct masks) now.
+    pub subtables: u64,
+    /// Megaflows removed after idling.
+    pub expired: u64,
+    /// Revalidation passes.
+    pub revalidations: u64,
+    /// Megaflows retranslated by revalidation.
+    pub retranslated: u64,
+    /// Megaflows removed by revalidation.
+    pub revalidated_out: u64,
+    /// Cycles spent on iterations that received packets.
+    pub busy_cycles: u64,
+    /// Cycles spent on iterations that received nothing.
+    pub idle_cycles: u64,
+    /// Poll iterations.
+    pub iterations: u64,
+    /// Whether the exact-match cache is only sampling (it did not pay).
+    pub emc_sampling: bool,
+    /// Bytes held by the caches and flows (estimate).
+    pub cache_bytes: u64,
+}
+
+impl PmdStats {
+    /// Busy cycles per packet (0 before the first packet).
+    pub fn cycles_per_packet(&self) -> f64 {
+        if self.packets == 0 {
+            0.0
+        } else {
+            self.busy_cycles as f64 / self.packets as f64
+        }
+    }
+
+    /// The counters as `(name, value)` pairs (`drop_<reason>` for drops).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![
+            ("packets", self.packets),
+            ("emc_hits", self.emc_hits),
+            ("megaflow_hits", self.megaflow_hits),
+            ("upcalls", self.upcalls),
+            ("megaflow_limit_hits", self.megaflow_limit_hits),
+            ("userspace", self.userspace),
+            ("megaflows", self.megaflows),
+            ("expired", self.expired),
+            ("revalidations", self.revalidations),
+            ("retranslated", self.retranslated),
+            ("revalidated_out", self.revalidated_out),
+        ];
+        v.extend(self.drops.iter().map(|(r, n)| (r.counter_name(), n)));
+        v
+    }
+}
+
+/// A cached flow's payload.
+#[derive(Debug)]
+struct FlowData {
+    actions: Box<[DpAction]>,
+    packets: u64,
+    bytes: u64,
+    credited_packets: u64,
+    credited_bytes: u64,
+    used_ms: u64,
+    bridge: Arc<str>,
+    of_in_port: u16,
+    deps: XlateDeps,
+}
+
+impl FlowData {
+    fn credit(&mut self, now_ms: u64) {
+        let dp = self.packets - self.credited_packets;
+        let db = self.bytes - self.credited_bytes;
+        if dp == 0 {
+            return;
+        }
+        for r in &self.deps.rules {
+            r.credit_many(dp, db);
+            r.touch(self.used_ms.min(now_ms));
+        }
+        self.credited_packets = self.packets;
+        self.credited_bytes = self.bytes;
+    }
+}
+
+/// One rx queue polled by this PMD.
+#[derive(Debug)]
+struct RxQueue {
+    dp_port: u32,
+    netdev: Arc<dyn Netdev>,
+    q: usize,
+    vlan_limit: u32,
+    tokens: u32,
+}
+
+/// One tx port as this PMD sends to it.
+#[derive(Debug)]
+struct TxSlot {
+    netdev: Arc<dyn Netdev>,
+    q: usize,
+    batch: Batch,
+}
+
+/// What happens to one packet of a batch.
+#[derive(Debug, Clone, Copy)]
+enum Fate {
+    Flow(FlowId),
+    /// Actions of a translation that did not become a megaflow (index into `direct`).
+    Direct(usize),
+    Drop(DropReason),
+}
+
+/// Megaflows swept per housekeeping.
+const SWEEP: usize = 1024;
+/// Iterations between clock reads for housekeeping.
+const HOUSEKEEPING_ITERS: u64 = 32;
+
+/// One PMD: its caches, its pool and its queues. Made and run on its own thread (it owns a
+/// [`Pool`], which is `!Send`).
+#[derive(Debug)]
+pub struct Pmd {
+    index: usize,
+    count: usize,
+    dp: Arc<Datapath>,
+    cfg: PmdConfig,
+    shared: Arc<PmdShared>,
+    pool: Pool,
+    rxqs: Vec<RxQueue>,
+    tx: Vec<Option<TxSlot>>,
+    port_gen: u64,
+    emc: Emc,
+    megaflows: MegaflowTable,
+    flows: Vec<Option<FlowData>>,
+    keys: Box<[FlowKey]>,
+    fates: [Fate; BATCH_SIZE],
+    direct: Vec<Vec<DpAction>>,
+    seen_gen: u64,
+    mac_epoch: u64,
+    stats_seen: u64,
+    stats: PmdStats,
+    now_ms: u64,
+    next_housekeeping: u64,
+    last_refill_ms: u64,
+    last_rank_ms: u64,
+    sweep_cursor: usize,
+    housekeeping_cycles: u64,
+}
+
+impl Pmd {
+    /// PMD `index` of `count`: it polls rx queue `j` (counting the queues of all ports in port
+    /// order) when `j % count == index`, and sends on tx queue `index` of each port.
+    pub fn new(dp: Arc<Datapath>, index: usize, count: usize, cfg: PmdConfig) -> Pmd {
+        let shared = Arc::new(PmdShared::default());
+        let seen = dp.generation();
+        shared.seen_gen.store(seen, Ordering::Release);
+        dp.register_pmd(shared.clone());
+        let hz_per_ms = (cycles::hz() / 1000).max(1);
+        let mut pmd = Pmd {
+            index,
+            count: count.max(1),
+            pool: Pool::new(cfg.pool),
+            emc: Emc::new(
+                cfg.emc_entries.max(16),
+                if cfg.emc_entries == 0 {
+                    EmcMode::Off
+                } else {
+                    EmcMode::Auto
+                },
+            ),
+            cfg,
+            shared,
+            rxqs: Vec::new(),
+            tx: Vec::new(),
+            port_gen: u64::MAX,
+            megaflows: MegaflowTable::new(),
+            flows: Vec::new(),
+            keys: vec![FlowKey::default(); BATCH_SIZE].into_boxed_slice(),
+            fates: [Fate::Drop(DropReason::FlowDrop); BATCH_SIZE],
+            direct: Vec::new(),
+            seen_gen: seen,
+            mac_epoch: dp.upcall().mac_epoch(),
+            stats_seen: dp.stats_request(),
+            stats: PmdStats {
+                pmd: index,
+                ..PmdStats::default()
+            },
+            now_ms: dp.now_ms(),
+            next_housekeeping: 0,
+            last_refill_ms: dp.now_ms(),
+            last_rank_ms: dp.now_ms(),
+            sweep_cursor: 0,
+            housekeeping_cycles: hz_per_ms,
+            dp,
+        };
+        pmd.refresh_ports();
+        pmd
+    }
+
+    /// The counters, now.
+    pub fn stats(&self) -> PmdStats {
+        let mut s = self.stats.clone();
+        self.fill_gauges(&mut s);
+        s
+    }
+
+    fn fill_gauges(&self, s: &mut PmdStats) {
+        s.megaflows = self.megaflows.len() as u64;
+        s.subtables = self.megaflows.n_subtables() as u64;
+        s.emc_sampling = self.emc.is_sampling();
+        s.cache_bytes = (self.megaflows.memory()
+            + self.emc.memory()
+            + self.flows.capacity() * std::mem::size_of::<Option<FlowData>>()
+            + self
+                .flows
+                .iter()
+                .flatten()
+                .map(|f| {
+                    f.actions.len() * std::mem::size_of::<DpAction>() + f.deps.rules.capacity() * 8
+                })
+                .sum::<usize>()) as u64;
+    }
+
+    /// The PMD's shared state.
+    pub fn shared(&self) -> &Arc<PmdShared> {
+        &self.shared
+    }
+
+    /// The PMD's packet pool.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Number of megaflows.
+    pub fn n_megaflows(&self) -> usize {
+        self.megaflows.len()
+    }
+
+    /// Every megaflow: masked key, mask, actions, packets, bytes.
+    pub fn megaflows(&self) -> Vec<(FlowKey, FlowKey, Vec<DpAction>, u64, u64)> {
+        self.megaflows
+            .ids()
+            .filter_map(|id| {
+                let (k, m) = self.megaflows.megaflow(id)?;
+                let f = self.flows.get(id as usize)?.as_ref()?;
+                Some((k, m, f.actions.to_vec(), f.packets, f.bytes))
+            })
+            .collect()
+    }
+
+    /// Removes every megaflow (crediting their statistics first) and clears the EMC.
+    pub fn flush(&mut self) {
+        let now = self.now_ms;
+        for f in self.flows.iter_mut().flatten() {
+            f.credit(now);
+        }
+        self.flows.clear();
+        self.megaflows.clear();
+        self.emc.clear();
+    }
+
+    fn refresh_ports(&mut self) {
+        let g = self.dp.port_generation();
+        if g == self.port_gen {
+            return;
+        }
+        self.port_gen = g;
+        self.flush_tx();
+        let ports = self.dp.ports();
+        let old: HashMap<(u32, usize), u32> = self
+            .rxqs
+            .iter()
+            .map(|r| ((r.dp_port, r.q), r.tokens))
+            .collect();
+        self.rxqs.clear();
+        self.tx.clear();
+        let mut j = 0usize;
+        for p in &ports {
+            for q in 0..p.netdev.n_rxq() {
+                if j % self.count == self.index {
+                    self.rxqs.push(RxQueue {
+                        dp_port: p.dp_port,
+                        netdev: p.netdev.clone(),
+                        q,
+                        vlan_limit: p.vlan_limit,
+                        tokens: old
+                            .get(&(p.dp_port, q))
+                            .copied()
+                            .unwrap_or(self.cfg.upcall_burst),
+                    });
+                }
+                j += 1;
+            }
+            let slot = usize::try_from(p.dp_port).unwrap_or(usize::MAX);
+            if slot < (1 << 16) {
+                if self.tx.len() <= slot {
+                    self.tx.resize_with(slot + 1, || None);
+                }
+                self.tx[slot] = Some(TxSlot {
+                    netdev: p.netdev.clone(),
+                    q: self.index,
+                    batch: Batch::new(),
+                });
+            }
+        }
+    }
+
+    /// Polls every rx queue once and processes what arrived; returns the packets received.
+    /// Revalidates first if the flow tables changed.
+    pub fn run_once(&mut self) -> usize {
+        if self.dp.generation() != self.seen_gen {
+            self.revalidate();
+        }
+        let mut total = 0;
+        let mut batch = Batch::new();
+        for r in 0..self.rxqs.len() {
+            let t0 = cycles::now();
+            let n = {
+                let rq = &self.rxqs[r];
+                rq.netdev.recv(rq.q, &self.pool, &mut batch)
+            };
+            if n > 0 {
+                self.process(r, &mut batch);
+                self.flush_tx();
+                self.stats.busy_cycles += cycles::now().wrapping_sub(t0);
+            } else {
+                self.stats.idle_cycles += cycles::now().wrapping_sub(t0);
+            }
+            total += n;
+        }
+        self.stats.iterations += 1;
+        if self.stats.iterations % HOUSEKEEPING_ITERS == 0 {
+            let now = cycles::now();
+            if now >= self.next_housekeeping {
+                self.next_housekeeping = now + self.housekeeping_cycles;
+                self.housekeeping(false);
+            }
+        }
+        total
+    }
+
+    /// Polls until `stop` is set, marked as running (so flow-table changes wait for it).
+    pub fn run(&mut self, stop: &AtomicBool) {
+        self.shared.running.store(true, Ordering::Release);
+        while !stop.load(Ordering::Relaxed) {
+            self.run_once();
+        }
+        self.housekeeping(true);
+        self.shared.running.store(false, Ordering::Release);
+    }
+
+    /// Does the periodic work now: refill, sweep, rank, publish (all of the sweep with `full`).
+    pub fn housekeeping(&mut self, full: bool) {
+        self.now_ms = self.dp.now_ms();
+        self.refresh_ports();
+        let dt = self.now_ms.saturating_sub(self.last_refill_ms);
+        if dt > 0 {
+            self.last_refill_ms = self.now_ms;
+            let add = u64::from(self.cfg.upcall_rate).saturating_mul(dt) / 1000;
+            for r in &mut self.rxqs {
+                let t = u64::from(r.tokens).saturating_add(add);
+                r.tokens = u32::try_from(t.min(u64::from(self.cfg.upcall_burst))).unwrap_or(0);
+            }
+        }
+        let req = self.dp.stats_request();
+        let all = full || req != self.stats_seen;
+        self.sweep(if all { usize::MAX } else { SWEEP });
+        if all {
+            self.stats_seen = req;
+            self.shared.stats_seen.store(req, Ordering::Release);
+        }
+        if self.now_ms.saturating_sub(self.last_rank_ms) >= 1000 {
+            self.last_rank_ms = self.now_ms;
+            self.megaflows.rank();
+        }
+        let mac = self.dp.upcall().mac_epoch();
+        if mac != self.mac_epoch {
+            self.revalidate();
+        }
+        let mut s = self.stats.clone();
+        self.fill_gauges(&mut s);
+        *self
+            .shared
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = s;
+    }
+
+    /// Credits and expires up to `n` megaflows from the sweep cursor on.
+    fn sweep(&mut self, n: usize) {
+        let bound = self.flows.len();
+        if bound == 0 {
+            return;
+        }
+        let now = self.now_ms;
+        let n = n.min(bound);
+        for _ in 0..n {
+            let id = self.sweep_cursor % bound;
+            self.sweep_cursor = (id + 1) % bound;
+            let Some(f) = self.flows[id].as_mut() else {
+                continue;
+            };
+            f.credit(now);
+            if now.saturating_sub(f.used_ms) > self.cfg.max_idle_ms {
+                self.remove_flow(u32::try_from(id).unwrap_or(u32::MAX));
+                self.stats.expired += 1;
+            }
+        }
+    }
+
+    fn remove_flow(&mut self, id: FlowId) {
+        if let Some(mut f) = self.flows.get_mut(id as usize).and_then(Option::take) {
+            f.credit(self.now_ms);
+        }
+        self.megaflows.remove(id);
+    }
+
+    fn flush_tx(&mut self) {
+        for t in self.tx.iter_mut().flatten() {
+            if !t.batch.is_empty() {
+                t.netdev.send(t.q, &mut t.batch);
+            }
+        }
+    }
+
+    /// Runs one received batch through the caches, upcalls and actions.
+    fn process(&mut self, r: usize, batch: &mut Batch) {
+        let n = batch.len().min(BATCH_SIZE);
+        let (dp_port, vlan_limit) = (self.rxqs[r].dp_port, self.rxqs[r].vlan_limit);
+        for (i, p) in batch.iter_mut().enumerate().take(n) {
+            let k = &mut self.keys[i];
+            k.words[..29].fill(0);
+            let info = extract(p.data(), k);
+            let m = p.meta_mut();
+            m.set_offsets(&info);
+            m.in_port = dp_port;
+            k.set_in_port(dp_port);
+            normalize_key(k, vlan_limit);
+        }
+        self.stats.packets += n as u64;
+        let mut found: [Option<FlowId>; BATCH_SIZE] = [None; BATCH_SIZE];
+        let mut hashes = [0u32; BATCH_SIZE];
+        let use_emc = self.emc.worth_it(&self.megaflows);
+        if use_emc {
+            for i in 0..n {
+                hashes[i] = key_hash(&self.keys[i]);
+                found[i] = self.emc.lookup(hashes[i], &self.keys[i], &self.megaflows);
+            }
+            self.stats.emc_hits += found[..n].iter().filter(|f| f.is_some()).count() as u64;
+        }
+        let mut before = [false; BATCH_SIZE];
+        for i in 0..n {
+            before[i] = found[i].is_some();
+        }
+        self.megaflows
+            .lookup_batch(&self.keys[..n], &mut found[..n]);
+        self.direct.clear();
+        for i in 0..n {
+            self.fates[i] = match found[i] {
+                Some(id) => {
+                    if !before[i] {
+                        self.stats.megaflow_hits += 1;
+                        if use_emc {
+                            self.emc.offer(hashes[i], id, &self.megaflows);
+                        }
+                    }
+                    Fate::Flow(id)
+                }
+                None => {
+                    let len = batch.packets().get(i).map_or(0, Packet::len);
+                    self.miss(r, i, len)
+                }
+            };
+        }
+        let now = self.now_ms;
+        for (i, pkt) in batch.drain().enumerate() {
+            let fate = if i < n {
+                self.fates[i]
+            } else {
+                Fate::Drop(DropReason::FlowDrop)
+            };
+            let nw_proto = self.keys[i.min(BATCH_SIZE - 1)].nw_proto();
+            let actions: &[DpAction] = match fate {
+                Fate::Flow(id) => match self.flows.get_mut(id as usize).and_then(Option::as_mut) {
+                    Some(f) => {
+                        f.packets += 1;
+                        f.bytes += pkt.len() as u64;
+                        f.used_ms = now;
+                        &f.actions
+                    }
+                    None => {
+                        self.stats.drops.add(DropReason::FlowDrop, 1);
+                        continue;
+                    }
+                },
+                Fate::Direct(d) => self.direct.get(d).map_or(&[], |v| v.as_slice()),
+                Fate::Drop(reason) => {
+                    self.stats.drops.add(reason, 1);
+                    continue;
+                }
+            };
+            execute(
+                pkt,
+                actions,
+                nw_proto,
+                &mut self.tx,
+                &self.pool,
+                &mut self.stats,
+            );
+        }
+    }
+
+    /// An upcall for packet `i` of the batch received on rx queue `r`.
+    fn miss(&mut self, r: usize, i: usize, len: usize) -> Fate {
+        let rq = &mut self.rxqs[r];
+        if rq.tokens == 0 {
+            return Fate::Drop(DropReason::UpcallLimit);
+        }
+        rq.tokens -= 1;
+        // A megaflow installed by an earlier packet of this batch may cover this one.
+        if let Some(id) = self.megaflows.lookup(&self.keys[i]) {
+            return Fate::Flow(id);
+        }
+        let at_limit = self.megaflows.len() >= self.cfg.megaflow_limit;
+        self.stats.upcalls += 1;
+        let key = self.keys[i];
+        let req = UpcallRequest {
+            key: &key,
+            packet_len: len,
+            now_ms: self.now_ms,
+            learn: true,
+            credit: at_limit,
+        };
+        let t = match self.dp.upcall().translate(&req) {
+            Ok(t) => t,
+            Err(UpcallError::Busy) => return Fate::Drop(DropReason::UpcallBusy),
+            Err(UpcallError::Failed(_)) => return Fate::Drop(DropReason::UpcallFailed),
+        };
+        if at_limit {
+            self.stats.megaflow_limit_hits += 1;
+            self.direct.push(t.actions);
+            return Fate::Direct(self.direct.len() - 1);
+        }
+        let id = self.megaflows.insert(&key, &t.mask);
+        let slot = id as usize;
+        if self.flows.len() <= slot {
+            self.flows.resize_with(slot + 1, || None);
+        }
+        self.flows[slot] = Some(FlowData {
+            actions: t.actions.into_boxed_slice(),
+            packets: 0,
+            bytes: 0,
+            credited_packets: 0,
+            credited_bytes: 0,
+            used_ms: self.now_ms,
+            bridge: t.bridge,
+            of_in_port: t.of_in_port,
+            deps: t.deps,
+        });
+        Fate::Flow(id)
+    }
+
+    /// Brings the megaflows up to the datapath's generation (and MAC epoch); see the module
+    /// docs. Leaves the generation unacknowledged if the tables are busy (retried next
+    /// iteration).
+    pub fn revalidate(&mut self) {
+        let gen = self.dp.generation();
+        let changes = if gen == self.seen_gen {
+            Some(Vec::new())
+        } else {
+            self.dp.changes_since(self.seen_gen)
+        };
+        let mac = self.dp.upcall().mac_epoch();
+        let mac_changed = mac != self.mac_epoch;
+        self.stats.revalidations += 1;
+        let mut proj = HashMap::with_hasher(KeyHash::default());
+        let ids: Vec<FlowId> = self.megaflows.ids().collect();
+        for id in ids {
+            let Some((mkey, mmask)) = self.megaflows.megaflow(id) else {
+                continue;
+            };
+            let Some(f) = self.flows.get(id as usize).and_then(Option::as_ref) else {
+                continue;
+            };
+            let need = (mac_changed && f.deps.used_normal)
+                || match &changes {
+                    None => true,
+                    Some(cs) => cs.iter().any(|c| affects(c, f, &mkey, &mmask, &mut proj)),
+                };
+            if !need {
+                continue;
+            }
+            self.stats.retranslated += 1;
+            let req = UpcallRequest {
+                key: &mkey,
+                packet_len: 0,
+                now_ms: self.now_ms,
+                learn: false,
+                credit: false,
+            };
+            match self.dp.upcall().translate(&req) {
+                Err(UpcallError::Busy) => return,
+                Err(UpcallError::Failed(_)) => {
+                    self.remove_flow(id);
+                    self.stats.revalidated_out += 1;
+                }
+                Ok(t) => {
+                    let narrower = t
+                        .mask
+                        .words
+                        .iter()
+                        .zip(mmask.words.iter())
+                        .all(|(n, o)| n & !o == 0);
+                    if narrower && *t.actions == *f.actions {
+                        if let Some(f) = self.flows.get_mut(id as usize).and_then(Option::as_mut) {
+                            f.credit(self.now_ms);
+                            f.deps = t.deps;
+                        }
+                    } else {
+                        self.remove_flow(id);
+                        self.stats.revalidated_out += 1;
+                    }
+                }
+            }
+        }
+        self.seen_gen = gen;
+        self.mac_epoch = mac;
+        self.shared.seen_gen.store(gen, Ordering::Release);
+    }
+}
+
+/// Whether `change` can make flow `f` (megaflow `key`/`mask`) stale.
+fn affects(
+    change: &Change,
+    f: &FlowData,
+    key: &FlowKey,
+    mask: &FlowKey,
+    proj: &mut HashMap<(usize, FlowKey), std::collections::HashSet<FlowKey, KeyHash>, KeyHash>,
+) -> bool {
+    if !f.deps.lookups_on_input {
+        return true;
+    }
+    match change {
+        Change::Everything => true,
+        Change::Tables { bridge, tables } => {
+            **bridge == *f.bridge
+                && tables
+                    .iter()
+                    .zip(f.deps.tables.iter())
+                    .any(|(a, b)| a & b != 0)
+        }
+        Change::Added {
+            bridge,
+            table,
+            rules,
+        } => {
+            if **bridge != *f.bridge || !f.deps.used_table(*table) {
+                return false;
+            }
+            // The rules match OpenFlow port numbers.
+            let mut k = *key;
+            k.set_in_port(u32::from(f.of_in_port));
+            rules.overlaps(&k, mask, proj)
+        }
+    }
+}
+
+/// Executes `actions` on `pkt`, queueing outputs on the tx slots.
+#[inline]
+fn execute(
+    mut pkt: Packet,
+    actions: &[DpAction],
+    nw_proto: u8,
+    tx: &mut [Option<TxSlot>],
+    pool: &Pool,
+    stats: &mut PmdStats,
+) {
+    // The common case: one output.
+    if let [DpAction::Output(p)] = actions {
+        send(tx, *p, pkt, stats);
+        return;
+    }
+    let Some(last_out) = actions
+        .iter()
+        .rposition(|a| matches!(a, DpAction::Output(_)))
+    else {
+        let reason = if actions.iter().any(|a| matches!(a, DpAction::Userspace(_))) {
+            stats.userspace += 1;
+            DropReason::Userspace
+        } else if actions.iter().any(|a| matches!(a, DpAction::Recirc(_))) {
+            DropReason::Unsupported
+        } else {
+            DropReason::FlowDrop
+        };
+        stats.drops.add(reason, 1);
+        return;
+    };
+    for a in &actions[..last_out] {
+        let ok = match a {
+            DpAction::Output(p) => {
+                match pool.alloc_copy(pkt.data()) {
+                    Ok(mut c) => {
+                        *c.meta_mut() = *pkt.meta();
+                        send(tx, *p, c, stats);
+                    }
+                    Err(_) => stats.drops.add(DropReason::NoBuffer, 1),
+                }
+                true
+            }
+            DpAction::PushVlan { tpid, tci } => exec::push_vlan(&mut pkt, *tpid, *tci),
+            DpAction::PopVlan => exec::pop_vlan(&mut pkt),
+            DpAction::Set(fs) => fs.iter().all(|f| exec::set_field(&mut pkt, f, nw_proto)),
+            DpAction::Userspace(_) => {
+                stats.userspace += 1;
+                true
+            }
+            DpAction::Recirc(_) => {
+                stats.drops.add(DropReason::Unsupported, 1);
+                return;
+            }
+        };
+        if !ok {
+            stats.drops.add(DropReason::HeaderRewrite, 1);
+            return;
+        }
+    }
+    if let DpAction::Output(p) = actions[last_out] {
+        send(tx, p, pkt, stats);
+    }
+}
+
+#[inline]
+fn send(tx: &mut [Option<TxSlot>], port: u32, pkt: Packet, stats: &mut PmdStats) {
+    match tx.get_mut(port as usize) {
+        Some(Some(slot)) => {
+            if slot.batch.is_full() {
+                slot.netdev.send(slot.q, &mut slot.batch);
+            }
+            // The batch has room now.
+            let _ = slot.batch.push(pkt);
+        }
+        _ => stats.drops.add(DropReason::NoPort, 1),
+    }
+}
+
+/// PMD threads of one datapath.
+#[derive(Debug)]
+pub struct PmdThreads {
+    stop: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<PmdStats>>,
+}
+
+impl PmdThreads {
+    /// Starts `n` PMD threads; thread `i` is pinned to `cores[i]` when given (best effort:
+    /// an unknown core leaves it unpinned). Returns once every thread polls, so a flow-table
+    /// change made after this waits for all of them.
+    pub fn spawn(dp: &Arc<Datapath>, n: usize, cores: &[usize], cfg: &PmdConfig) -> PmdThreads {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let handles = (0..n)
+            .map(|i| {
+                let dp = dp.clone();
+                let cfg = cfg.clone();
+                let stop = stop.clone();
+                let core = cores.get(i).copied();
+                let ready = ready_tx.clone();
+                std::thread::Builder::new()
+                    .name(format!("pmd{i}"))
+                    .spawn(move || {
+                        if let Some(c) = core {
+                            core_affinity::set_for_current(core_affinity::CoreId { id: c });
+                        }
+                        let mut pmd = Pmd::new(dp.clone(), i, n, cfg);
+                        pmd.shared.running.store(true, Ordering::Release);
+                        let _ = ready.send(());
+                        pmd.run(&stop);
+                        dp.unregister_pmd(&pmd.shared);
+                        pmd.stats()
+                    })
+            })
+            .filter_map(Result::ok)
+            .collect::<Vec<_>>();
+        for _ in 0..handles.len() {
+            let _ = ready_rx.recv();
+        }
+        PmdThreads { stop, handles }
+    }
+
+    /// Stops the threads and returns their final counters.
+    pub fn stop(self) -> Vec<PmdStats> {
+        self.stop.store(true, Ordering::Release);
+        self.handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .collect()
+    }
+}

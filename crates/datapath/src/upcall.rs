@@ -1,0 +1,237 @@
+//! The seam between the datapath and the pipeline: [`Upcall`] (a key in; datapath actions and
+//! a wildcard mask out) and the flow-table [`Change`]s that make cached translations stale.
+//!
+//! The datapath executes the pipeline's datapath-action type ([`DpAction`]) and keeps, per
+//! megaflow, what its translation depended on ([`XlateDeps`]). The pipeline's own
+//! implementation of the trait is [`crate::ofproto::SwitchUpcall`]; tests plug in fakes.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use openflow::Match;
+use packet::key::FlowKey;
+use pipeline::odp::DpAction;
+use pipeline::xlate::XlateDeps;
+
+/// One translation request.
+#[derive(Debug, Clone, Copy)]
+pub struct UpcallRequest<'a> {
+    /// The packet's key as the datapath extracted it (`in_port` = datapath port), normalized.
+    pub key: &'a FlowKey,
+    /// The packet's length (for rule counters when `credit`).
+    pub packet_len: usize,
+    /// The datapath clock.
+    pub now_ms: u64,
+    /// A real packet: NORMAL may learn, and (with `credit`) matched rules count it.
+    pub learn: bool,
+    /// Count this packet on the rules it matches (when no megaflow will count it).
+    pub credit: bool,
+}
+
+/// What a translation returns.
+#[derive(Debug, Clone)]
+pub struct Translation {
+    /// Datapath actions (empty = drop).
+    pub actions: Vec<DpAction>,
+    /// The megaflow mask: every key that agrees with the request's key on these bits gets the
+    /// same actions. `in_port` is always exact.
+    pub mask: FlowKey,
+    /// The bridge of the input port.
+    pub bridge: Arc<str>,
+    /// The input port's OpenFlow number in that bridge.
+    pub of_in_port: u16,
+    /// What the translation depended on.
+    pub deps: XlateDeps,
+}
+
+/// Why a translation could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpcallError {
+    /// The flow tables are being changed right now (the datapath never waits for the control
+    /// plane: the packet is dropped and counted, the next one will find the new tables).
+    #[error("the flow tables are being changed")]
+    Busy,
+    /// The translation failed (no such port, no such bridge).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A translator of keys into datapath actions.
+pub trait Upcall: Send + Sync + fmt::Debug {
+    /// Translates one key.
+    fn translate(&self, req: &UpcallRequest<'_>) -> Result<Translation, UpcallError>;
+
+    /// A number that changes whenever NORMAL's MAC tables change (megaflows whose
+    /// translation ran NORMAL are revalidated then). 0 if there are none.
+    fn mac_epoch(&self) -> u64 {
+        0
+    }
+}
+
+/// A hasher for keys and masks (the std default, SipHash, costs more than the lookups it
+/// serves here).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 32;
+        h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        h ^ (h >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+
+    fn write_u64(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(23) ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The [`std::hash::BuildHasher`] of [`KeyHasher`].
+pub type KeyHash = std::hash::BuildHasherDefault<KeyHasher>;
+
+/// Rules added to one table, grouped by mask: for each mask, the set of masked values.
+#[derive(Debug, Default, Clone)]
+pub struct AddedRules {
+    groups: Vec<(FlowKey, HashSet<FlowKey, KeyHash>)>,
+}
+
+impl AddedRules {
+    /// Groups `matches` by mask.
+    pub fn new<'a>(matches: impl IntoIterator<Item = &'a Match>) -> AddedRules {
+        let mut by_mask: HashMap<FlowKey, HashSet<FlowKey, KeyHash>, KeyHash> = HashMap::default();
+        for m in matches {
+            by_mask.entry(*m.mask()).or_default().insert(*m.value());
+        }
+        AddedRules {
+            groups: by_mask.into_iter().collect(),
+        }
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.groups.iter().map(|(_, s)| s.len()).sum()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Whether some added rule matches some key of the megaflow `(key, mask)`: they agree on
+    /// every bit both masks cover. `projections` caches, per group and megaflow mask, the
+    /// group's values under that mask (built the first time a megaflow of that mask asks).
+    pub fn overlaps(
+        &self,
+        key: &FlowKey,
+        mask: &FlowKey,
+        projections: &mut HashMap<(usize, FlowKey), HashSet<FlowKey, KeyHash>, KeyHash>,
+    ) -> bool {
+        for (g, (gmask, values)) in self.groups.iter().enumerate() {
+            let mut common = FlowKey::default();
+            let mut inside = true;
+            for i in 0..common.words.len() {
+                common.words[i] = gmask.words[i] & mask.words[i];
+                inside &= gmask.words[i] & !mask.words[i] == 0;
+            }
+            let mut probe = FlowKey::default();
+            for i in 0..probe.words.len() {
+                probe.words[i] = key.words[i] & common.words[i];
+            }
+            let hit = if inside {
+                values.contains(&probe)
+            } else {
+                let set = projections.entry((g, *mask)).or_insert_with(|| {
+                    values
+                        .iter()
+                        .map(|v| {
+                            let mut p = FlowKey::default();
+                            for i in 0..p.words.len() {
+                                p.words[i] = v.words[i] & common.words[i];
+                            }
+                            p
+                        })
+                        .collect()
+                });
+                set.contains(&probe)
+            };
+            if hit {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// A flow-table change the caches must account for before it is acknowledged.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Rules were added to one table of one bridge (and nothing else changed): only
+    /// megaflows whose translation looked that table up with a key overlapping an added
+    /// rule can be stale.
+    Added {
+        /// The bridge.
+        bridge: Arc<str>,
+        /// The table.
+        table: u8,
+        /// The rules' matches.
+        rules: Arc<AddedRules>,
+    },
+    /// Rules of these tables of one bridge were modified or deleted: megaflows whose
+    /// translation looked one of them up are retranslated.
+    Tables {
+        /// The bridge.
+        bridge: Arc<str>,
+        /// Bit `t % 64` of word `t / 64` for table `t`.
+        tables: [u64; 4],
+    },
+    /// Anything else (ports, configuration): every megaflow is retranslated.
+    Everything,
+}
+
+#[cfg(test)]
+mod tests {
+    use packet::key::fields;
+
+    use super::*;
+
+    fn m(src: u32, src_mask: u32) -> Match {
+        let mut v = FlowKey::default();
+        let mut k = FlowKey::default();
+        v.set(fields::DL_TYPE, 0x0800);
+        k.set(fields::DL_TYPE, 0xffff);
+        v.set(fields::NW_SRC, u128::from(src & src_mask));
+        k.set(fields::NW_SRC, u128::from(src_mask));
+        Match::new(v, k)
+    }
+
+    #[test]
+    fn overlap_inside_and_outside_the_megaflow_mask() {
+        let added = AddedRules::new(&[m(0x0a00_0001, 0xffff_ffff)]);
+        let mut proj = HashMap::default();
+        // A megaflow that matches nw_src exactly.
+        let mut key = FlowKey::default();
+        key.set(fields::DL_TYPE, 0x0800);
+        key.set(fields::NW_SRC, 0x0a00_0001);
+        let mut mask = FlowKey::default();
+        mask.set(fields::DL_TYPE, 0xffff);
+        mask.set(fields::NW_SRC, 0xffff_ffff);
+        assert!(added.overlaps(&key, &mask, &mut proj));
+        key.set(fields::NW_SRC, 0x0a00_0002);
+        assert!(!added.overlaps(&key, &mask, &mut proj));
+        // A megaflow that matches only the /24: the added /32 is inside it.
+        mask.set(fields::NW_SRC, 0xffff_ff00);
+        key.set(fields::NW_SRC, 0x0a00_0000);
+        assert!(added.overlaps(&key, &mask, &mut proj));
+        key.set(fields::NW_SRC, 0x0b00_0000);
+        assert!(!added.overlaps(&key, &mask, &mut proj));
+    }
+}

@@ -1,0 +1,532 @@
+//! The cached datapath end to end, in memory: extraction, EMC, megaflows, upcalls through the
+//! real pipeline, action execution, revalidation after flow-table changes, statistics
+//! credited to rules, every drop reason of the PMD, batch edges and frame sizes, and a
+//! property test that the caches agree with a full translation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
+use datapath::ofproto::OfDatapath;
+use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
+use datapath::{Datapath, DpPort, DropReason, Pmd, PmdConfig, PmdStats, PmdThreads};
+use packet::builder::PacketBuilder;
+use packet::key::{fields, FlowKey};
+use pipeline::odp::{DpAction, SetField};
+use pipeline::switch::Switch;
+use pipeline::xlate::XlateDeps;
+use proptest::prelude::*;
+
+const A: [u8; 6] = [2, 0, 0, 0, 0, 1];
+const B: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+fn udp(src: u32, dport: u16, len: usize) -> Vec<u8> {
+    let head = 14 + 20 + 8;
+    PacketBuilder::ethernet(A, B)
+        .ipv4(src.to_be_bytes(), [10, 0, 0, 2])
+        .udp(1000, dport)
+        .payload(&vec![0x5a; len.saturating_sub(head)])
+        .build()
+}
+
+/// A switch with one bridge and its ports as memory netdevs, keyed by port name.
+struct Rig {
+    of: OfDatapath,
+    ports: BTreeMap<String, Arc<MemoryNetdev>>,
+    pmd: Pmd,
+}
+
+fn mem(name: &str) -> Arc<MemoryNetdev> {
+    Arc::new(MemoryNetdev::new(
+        name,
+        MemoryConfig {
+            n_rxq: 1,
+            n_txq: 1,
+            rxq_len: 4096,
+            txq_len: 4096,
+        },
+    ))
+}
+
+fn rig_with(flows: &[&str], cfg: PmdConfig) -> Rig {
+    let mut sw = Switch::new();
+    sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3")
+        .expect("valid");
+    let layout: Vec<(String, u32)> = sw
+        .ports("br0")
+        .expect("bridge")
+        .iter()
+        .filter_map(|p| Some((p.name.clone(), p.dp_port?)))
+        .collect();
+    let of = OfDatapath::new(sw);
+    if !flows.is_empty() {
+        of.add_flows_text("br0", flows).expect("valid flows");
+    }
+    let mut ports = BTreeMap::new();
+    for (name, dp) in layout {
+        let nd = mem(&name);
+        of.datapath().add_port(DpPort {
+            dp_port: dp,
+            netdev: nd.clone(),
+            vlan_limit: 1,
+        });
+        ports.insert(name, nd);
+    }
+    let pmd = Pmd::new(of.datapath().clone(), 0, 1, cfg);
+    Rig { of, ports, pmd }
+}
+
+fn rig(flows: &[&str]) -> Rig {
+    rig_with(flows, PmdConfig::default())
+}
+
+impl Rig {
+    fn send(&mut self, port: &str, frames: &[Vec<u8>]) {
+        for f in frames {
+            assert!(self.ports[port].inject(0, f));
+        }
+        while self.ports[port].rx_pending(0) > 0 {
+            self.pmd.run_once();
+        }
+    }
+
+    /// Frames each port transmitted since the last call.
+    fn taken(&self) -> BTreeMap<String, Vec<Vec<u8>>> {
+        self.ports
+            .iter()
+            .map(|(n, p)| (n.clone(), p.take_all_tx()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect()
+    }
+
+    fn out_ports(&mut self, port: &str, frame: &[u8]) -> Vec<String> {
+        self.send(port, &[frame.to_vec()]);
+        self.taken().into_keys().collect()
+    }
+}
+
+#[test]
+fn forwards_then_hits_the_megaflow() {
+    let mut r = rig(&["in_port=p1,udp,actions=output:p2"]);
+    assert_eq!(r.out_ports("p1", &udp(1, 1, 64)), ["p2"]);
+    assert_eq!(r.out_ports("p1", &udp(2, 2, 64)), ["p2"]);
+    let s = r.pmd.stats();
+    assert_eq!((s.packets, s.upcalls, s.megaflow_hits), (2, 1, 1));
+    assert_eq!(s.megaflows, 1);
+}
+
+#[test]
+fn batch_edges_and_frame_sizes() {
+    for len in [64usize, 128, 1518, 9000] {
+        for n in [0usize, 1, 31, 32, 33, 257] {
+            let mut r = rig(&["in_port=p1,actions=output:p2"]);
+            let frames: Vec<Vec<u8>> = (0..n)
+                .map(|i| udp(u32::try_from(i).unwrap_or(0), 7, len - 4))
+                .collect();
+            r.send("p1", &frames);
+            let out = r.taken();
+            let got = out.get("p2").cloned().unwrap_or_default();
+            assert_eq!(got.len(), n, "len {len} n {n}");
+            assert_eq!(got, frames, "frames come out unchanged and in order");
+            let s = r.pmd.stats();
+            assert_eq!(s.packets, n as u64);
+            assert_eq!(s.drops.total(), 0);
+        }
+    }
+}
+
+#[test]
+fn a_flow_table_change_is_seen_by_the_next_packet() {
+    let mut r = rig(&["priority=10,udp,actions=output:p2"]);
+    let f = udp(0x0a00_0001, 5, 64);
+    assert_eq!(r.out_ports("p1", &f), ["p2"]);
+    assert_eq!(r.out_ports("p1", &f), ["p2"]);
+    // A higher-priority rule that overlaps the megaflow.
+    r.of.add_flows_text(
+        "br0",
+        &["priority=20,udp,nw_src=10.0.0.1,actions=output:p3"],
+    )
+    .expect("valid");
+    assert_eq!(r.out_ports("p1", &f), ["p3"]);
+    // Modify its actions.
+    let entries =
+        r.of.switch()
+            .parse_flows(
+                "br0",
+                &["priority=20,udp,nw_src=10.0.0.1,actions=output:p1"],
+                "",
+                openflow::ofctl::flow::FlowCommand::ModifyStrict,
+            )
+            .expect("valid");
+    r.of.flow_mods(
+        "br0",
+        entries
+            .into_iter()
+            .map(|e| pipeline::switch::FlowMod::modify(e, true))
+            .collect(),
+    )
+    .expect("valid");
+    assert_eq!(r.out_ports("p2", &f), ["p1"]);
+    // Delete it: back to p2.
+    r.of.del_flows_text("br0", "udp,nw_src=10.0.0.1")
+        .expect("valid");
+    assert_eq!(r.out_ports("p1", &f), ["p2"]);
+    // Delete everything: drop.
+    r.of.del_flows_text("br0", "").expect("valid");
+    assert!(r.out_ports("p1", &f).is_empty());
+}
+
+#[test]
+fn unaffected_megaflows_survive_an_added_rule() {
+    let flows: Vec<String> = (1..=4)
+        .map(|i| format!("priority=10,udp,nw_src=10.0.0.{i},actions=output:p2"))
+        .collect();
+    let flows: Vec<&str> = flows.iter().map(String::as_str).collect();
+    let mut r = rig(&flows);
+    for i in 1..=4 {
+        assert_eq!(r.out_ports("p1", &udp(0x0a00_0000 + i, 5, 64)), ["p2"]);
+    }
+    assert_eq!(r.pmd.n_megaflows(), 4);
+    let before = r.pmd.stats();
+    r.of.add_flows_text(
+        "br0",
+        &["priority=20,udp,nw_src=10.0.0.3,actions=output:p3"],
+    )
+    .expect("valid");
+    r.pmd.run_once();
+    let after = r.pmd.stats();
+    assert_eq!(
+        after.retranslated - before.retranslated,
+        1,
+        "only the overlapping one"
+    );
+    assert_eq!(after.revalidated_out - before.revalidated_out, 1);
+    assert_eq!(r.pmd.n_megaflows(), 3);
+    assert_eq!(r.out_ports("p1", &udp(0x0a00_0003, 5, 64)), ["p3"]);
+    assert_eq!(r.out_ports("p1", &udp(0x0a00_0004, 5, 64)), ["p2"]);
+    assert_eq!(r.pmd.stats().upcalls - after.upcalls, 1);
+}
+
+#[test]
+fn megaflow_statistics_are_credited_to_rules() {
+    let mut r = rig(&[
+        "priority=5,udp,actions=output:p2",
+        "priority=0,actions=drop",
+    ]);
+    let frames: Vec<Vec<u8>> = (0..100).map(|i| udp(i, 5, 100)).collect();
+    r.send("p1", &frames);
+    r.pmd.housekeeping(true);
+    let dumped = r.of.dump_flows("br0").expect("bridge");
+    let udp_rule = dumped
+        .iter()
+        .find(|d| d.entry.priority == 5)
+        .expect("the udp rule");
+    assert_eq!(udp_rule.entry.stats.n_packets, 100);
+    assert_eq!(
+        udp_rule.entry.stats.n_bytes,
+        frames.iter().map(|f| f.len() as u64).sum::<u64>()
+    );
+}
+
+#[test]
+fn set_field_and_vlan_actions_rewrite_packets() {
+    let mut r = rig(&[
+        "in_port=p1,udp,actions=mod_nw_src:192.168.1.1,mod_tp_dst:99,mod_vlan_vid:5,output:p2",
+    ]);
+    r.send("p1", &[udp(0x0a00_0001, 5, 80)]);
+    let out = r.taken();
+    let f = &out["p2"][0];
+    let mut k = FlowKey::default();
+    packet::extract::extract(f, &mut k);
+    assert_eq!(k.nw_src(), 0xc0a8_0101);
+    assert_eq!(k.tp_dst(), 99);
+    assert_eq!(k.vlan_tci() & 0xfff, 5);
+}
+
+#[test]
+fn idle_megaflows_expire() {
+    let mut r = rig_with(
+        &["actions=output:p2"],
+        PmdConfig {
+            max_idle_ms: 0,
+            ..PmdConfig::default()
+        },
+    );
+    r.send("p1", &[udp(1, 1, 64)]);
+    assert_eq!(r.pmd.n_megaflows(), 1);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    r.pmd.housekeeping(true);
+    assert_eq!(r.pmd.n_megaflows(), 0);
+    assert_eq!(r.pmd.stats().expired, 1);
+}
+
+#[test]
+fn flows_beyond_the_megaflow_limit_are_still_forwarded() {
+    let mut r = rig_with(
+        &["udp,actions=output:p2"],
+        PmdConfig {
+            megaflow_limit: 0,
+            ..PmdConfig::default()
+        },
+    );
+    let frames: Vec<Vec<u8>> = (0..10).map(|i| udp(i, 1, 64)).collect();
+    r.send("p1", &frames);
+    assert_eq!(r.taken()["p2"].len(), 10);
+    let s = r.pmd.stats();
+    assert_eq!(s.megaflow_limit_hits, 10);
+    assert_eq!(s.megaflows, 0);
+}
+
+/// A translator that answers what it is told to.
+#[derive(Debug)]
+struct Fake(Result<Vec<DpAction>, UpcallError>);
+
+impl Upcall for Fake {
+    fn translate(&self, req: &UpcallRequest<'_>) -> Result<Translation, UpcallError> {
+        let actions = self.0.clone()?;
+        let mut mask = FlowKey::default();
+        mask.set(fields::IN_PORT, u128::MAX);
+        mask.set(fields::DL_TYPE, u128::MAX);
+        let _ = req;
+        Ok(Translation {
+            actions,
+            mask,
+            bridge: Arc::from("br0"),
+            of_in_port: 1,
+            deps: XlateDeps::default(),
+        })
+    }
+}
+
+fn fake_pmd(
+    answer: Result<Vec<DpAction>, UpcallError>,
+    cfg: PmdConfig,
+) -> (Pmd, Arc<MemoryNetdev>, Arc<MemoryNetdev>) {
+    let dp = Datapath::new(Arc::new(Fake(answer)));
+    let (p1, p2) = (mem("p1"), mem("p2"));
+    dp.add_port(DpPort {
+        dp_port: 1,
+        netdev: p1.clone(),
+        vlan_limit: 1,
+    });
+    dp.add_port(DpPort {
+        dp_port: 2,
+        netdev: p2.clone(),
+        vlan_limit: 1,
+    });
+    (Pmd::new(dp, 0, 1, cfg), p1, p2)
+}
+
+fn run_fake(
+    answer: Result<Vec<DpAction>, UpcallError>,
+    cfg: PmdConfig,
+    frames: &[Vec<u8>],
+) -> PmdStats {
+    let (mut pmd, p1, _p2) = fake_pmd(answer, cfg);
+    for f in frames {
+        p1.inject(0, f);
+    }
+    while p1.rx_pending(0) > 0 {
+        pmd.run_once();
+    }
+    pmd.stats()
+}
+
+#[test]
+fn every_pmd_drop_reason_moves_its_counter() {
+    let one = vec![udp(1, 1, 64)];
+    for reason in DropReason::ALL {
+        let (stats, expected) = match reason {
+            // The netdev layer's reasons: tests/drops.rs.
+            DropReason::NoBuffer
+            | DropReason::TooLong
+            | DropReason::RxQueueFull
+            | DropReason::TxQueueFull
+            | DropReason::TxUnsupported => continue,
+            DropReason::UpcallLimit => {
+                let cfg = PmdConfig {
+                    upcall_rate: 0,
+                    upcall_burst: 1,
+                    ..PmdConfig::default()
+                };
+                // The first new flow spends the only token; the fake's megaflow matches
+                // in_port and dl_type, so a non-IP frame is a new flow and finds none.
+                let mut arp = udp(2, 2, 64);
+                arp[12] = 0x08;
+                arp[13] = 0x06;
+                (
+                    run_fake(Ok(vec![DpAction::Output(2)]), cfg, &[one[0].clone(), arp]),
+                    1,
+                )
+            }
+            DropReason::UpcallBusy => (
+                run_fake(Err(UpcallError::Busy), PmdConfig::default(), &one),
+                1,
+            ),
+            DropReason::UpcallFailed => (
+                run_fake(
+                    Err(UpcallError::Failed("no".into())),
+                    PmdConfig::default(),
+                    &one,
+                ),
+                1,
+            ),
+            DropReason::FlowDrop => (run_fake(Ok(vec![]), PmdConfig::default(), &one), 1),
+            DropReason::NoPort => (
+                run_fake(Ok(vec![DpAction::Output(77)]), PmdConfig::default(), &one),
+                1,
+            ),
+            DropReason::Userspace => (
+                run_fake(
+                    Ok(vec![DpAction::Userspace("pid=0".into())]),
+                    PmdConfig::default(),
+                    &one,
+                ),
+                1,
+            ),
+            DropReason::Unsupported => (
+                run_fake(
+                    Ok(vec![DpAction::Recirc(1), DpAction::Output(2)]),
+                    PmdConfig::default(),
+                    &one,
+                ),
+                1,
+            ),
+            DropReason::HeaderRewrite => {
+                // A TCP port rewrite on a frame cut short after its IP header.
+                let short = one[0][..34].to_vec();
+                (
+                    run_fake(
+                        Ok(vec![
+                            DpAction::Set(vec![SetField::TcpSrc(1)]),
+                            DpAction::Output(2),
+                        ]),
+                        PmdConfig::default(),
+                        &[short],
+                    ),
+                    1,
+                )
+            }
+        };
+        for r in DropReason::ALL {
+            let want = if r == reason { expected } else { 0 };
+            assert_eq!(
+                stats.drops.get(r),
+                want,
+                "{} while testing {}",
+                r.counter_name(),
+                reason.counter_name()
+            );
+        }
+    }
+}
+
+#[test]
+fn pmd_threads_wait_for_acknowledgement() {
+    let r = rig(&["priority=10,udp,actions=output:p2"]);
+    let Rig { of, ports, pmd } = r;
+    drop(pmd);
+    let threads = PmdThreads::spawn(of.datapath(), 1, &[], &PmdConfig::default());
+    let f = udp(0x0a00_0001, 5, 64);
+    let deliver = |ports: &BTreeMap<String, Arc<MemoryNetdev>>| -> Vec<String> {
+        ports["p1"].inject(0, &f);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let got: Vec<String> = ports
+                .iter()
+                .filter(|(_, p)| p.tx_pending(0) > 0)
+                .map(|(n, _)| n.clone())
+                .collect();
+            if !got.is_empty() || std::time::Instant::now() > deadline {
+                for p in ports.values() {
+                    p.take_all_tx();
+                }
+                return got;
+            }
+            std::thread::yield_now();
+        }
+    };
+    assert_eq!(deliver(&ports), ["p2"]);
+    for round in 0..20 {
+        let target = if round % 2 == 0 { "p3" } else { "p2" };
+        of.add_flows_text(
+            "br0",
+            &[format!("priority=20,udp,nw_src=10.0.0.1,actions=output:{target}").as_str()],
+        )
+        .expect("valid");
+        assert_eq!(deliver(&ports), [target], "round {round}");
+    }
+    let stats = threads.stop();
+    assert_eq!(stats.len(), 1);
+    assert_eq!(stats[0].packets, 21);
+}
+
+/// A random rule set over two fields with output-or-drop actions.
+fn arb_rules() -> impl Strategy<Value = Vec<(u16, Option<u8>, Option<u16>, u8)>> {
+    proptest::collection::vec(
+        (
+            0u16..4,
+            proptest::option::of(0u8..4),
+            proptest::option::of(0u16..4),
+            0u8..4,
+        ),
+        0..8,
+    )
+}
+
+fn rule_text((prio, src, dport, out): &(u16, Option<u8>, Option<u16>, u8)) -> String {
+    let mut s = format!("priority={prio},udp");
+    if let Some(v) = src {
+        s += &format!(",nw_src=10.0.0.{v}");
+    }
+    if let Some(p) = dport {
+        s += &format!(",tp_dst={p}");
+    }
+    let act = match out {
+        0 => "drop".to_string(),
+        1 => "output:p2".to_string(),
+        2 => "output:p3".to_string(),
+        _ => "output:p2,output:p3".to_string(),
+    };
+    s + ",actions=" + &act
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    /// Whatever the rules and changes, every packet goes where a full translation of it says.
+    #[test]
+    fn caches_agree_with_full_translation(
+        phases in proptest::collection::vec((arb_rules(), proptest::collection::vec((0u8..4, 0u16..4), 1..12)), 1..4)
+    ) {
+        let mut r = rig(&[]);
+        for (rules, packets) in phases {
+            // A change: replace all rules.
+            r.of.del_flows_text("br0", "").expect("valid");
+            let texts: Vec<String> = rules.iter().map(rule_text).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            if !refs.is_empty() {
+                r.of.add_flows_text("br0", &refs).expect("valid");
+            }
+            for (src, dport) in packets {
+                let f = udp(0x0a00_0000 + u32::from(src), dport, 64);
+                let got = r.out_ports("p1", &f);
+                let mut k = FlowKey::default();
+                packet::extract::extract(&f, &mut k);
+                let p1 = r.of.switch().layout().port_by_name("p1").and_then(|p| p.dp_port);
+                k.set_in_port(p1.expect("p1 has a datapath port"));
+                let want: Vec<String> = {
+                    let sw = r.of.switch();
+                    let up = sw.upcall(&k, pipeline::xlate::XlateOptions::default()).expect("port");
+                    let mut names: Vec<String> = up.output.actions.iter().filter_map(|a| match a {
+                        DpAction::Output(p) => sw.layout().port_by_dp(*p).map(|l| l.name.clone()),
+                        _ => None,
+                    }).collect();
+                    names.sort();
+                    names.dedup();
+                    names
+                };
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+}
