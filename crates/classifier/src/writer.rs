@@ -266,6 +266,20 @@ impl<T> Classifier<T> {
         self.len() == 0
     }
 
+    /// The published rule with exactly this match and priority, if any: one hash probe, for
+    /// a writer that keeps its own view of the rules (the pipeline's flow_mod bundles).
+    pub fn find(&self, rule_match: &Match, priority: u32) -> Option<Arc<Rule<T>>> {
+        let mask = match &self.last_mask {
+            Some(m) if m.key == *rule_match.mask() => m,
+            _ => self.masks.get(rule_match.mask())?,
+        };
+        let values = Values::new(rule_match.value(), mask);
+        self.shared
+            .load()
+            .find_exact(mask, values.as_slice(), priority)
+            .cloned()
+    }
+
     /// Memory held by the rules and both versions' tables (allocator overhead not included).
     pub fn memory(&self) -> MemoryStats {
         let published = self.shared.load();
@@ -352,22 +366,61 @@ impl<T> Classifier<T> {
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(batch.ops.len());
         let mut out = Vec::with_capacity(batch.ops.len());
         for (index, op) in batch.ops.into_iter().enumerate() {
-            if let Err(e) = self.apply_op(op, &mut applied, &mut out) {
-                let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
-                for p in applied.iter().rev() {
-                    spare.apply(&p.inverse());
-                }
-                spare.finish_batch();
+            if let Err(e) = self.apply_op(op, &mut applied, Some(&mut out)) {
+                self.roll_back(&applied);
                 return Err(e.at(index));
             }
         }
+        self.publish(applied);
+        Ok(out)
+    }
+
+    /// [`Classifier::commit`] for operations made one at a time: no [`Batch`] is built (a
+    /// batch of 100,000 inserts holds 75 MB of matches). Each operation is checked as it
+    /// comes; on error the operations applied so far are undone, nothing is published, and
+    /// the error names the failing operation. Returns the number of operations.
+    pub fn commit_iter<I>(&mut self, ops: I) -> Result<usize, Error>
+    where
+        I: IntoIterator<Item = Op<T>>,
+    {
+        self.sync_spare();
+        let ops = ops.into_iter();
+        let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.size_hint().0);
+        let mut n = 0;
+        for (index, op) in ops.enumerate() {
+            let checked = match &op {
+                Op::Insert { rule_match, .. }
+                | Op::Modify { rule_match, .. }
+                | Op::Remove { rule_match, .. } => validate(rule_match),
+                Op::Clear => Ok(()),
+            };
+            if let Err(e) = checked.and_then(|()| self.apply_op(op, &mut applied, None)) {
+                self.roll_back(&applied);
+                return Err(e.at(index));
+            }
+            n += 1;
+        }
+        self.publish(applied);
+        Ok(n)
+    }
+
+    /// Undoes `applied` on the spare (a failed batch).
+    fn roll_back(&mut self, applied: &[Prim<T>]) {
+        let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+        for p in applied.iter().rev() {
+            spare.apply(&p.inverse());
+        }
+        spare.finish_batch();
+    }
+
+    /// Publishes the spare, on which `applied` was applied; the version readers leave
+    /// becomes the spare.
+    fn publish(&mut self, applied: Vec<Prim<T>>) {
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
         spare.finish_batch();
-        // Publish the spare; the version readers leave becomes the spare.
         self.spare = self.shared.swap(self.spare.clone());
         self.pending = applied;
         self.prune_masks();
-        Ok(out)
     }
 
     /// Waits until no reader holds the spare, then replays the pending primitives on it.
@@ -446,7 +499,7 @@ impl<T> Classifier<T> {
         &mut self,
         op: Op<T>,
         applied: &mut Vec<Prim<T>>,
-        out: &mut Vec<Arc<Rule<T>>>,
+        out: Option<&mut Vec<Arc<Rule<T>>>>,
     ) -> Result<(), Error> {
         let prim = match op {
             Op::Insert {
@@ -512,10 +565,12 @@ impl<T> Classifier<T> {
         };
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
         spare.apply(&prim);
-        out.push(match &prim {
-            Prim::Insert(r) | Prim::Remove(r) => r.clone(),
-            Prim::Replace { new, .. } => new.clone(),
-        });
+        if let Some(out) = out {
+            out.push(match &prim {
+                Prim::Insert(r) | Prim::Remove(r) => r.clone(),
+                Prim::Replace { new, .. } => new.clone(),
+            });
+        }
         applied.push(prim);
         Ok(())
     }

@@ -51,21 +51,26 @@
 //!
 //! Maturity: experimental.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use classifier::{Batch, Classifier, Rule};
+use classifier::{Classifier, Rule};
 use openflow::action::{Action, OfVersion};
-use openflow::flow::{FlowEntry, FlowFlags};
+use openflow::flow::FlowEntry;
 use openflow::ofctl::value::{OFPP_MAX, OFPP_NONE};
 use openflow::ofctl::{parse_flow, ParseOptions};
 use openflow::Match;
-use packet::key::FlowKey;
 
 use crate::bridge::{ConfigError, FailMode, PortKind, PortLayout, SwitchConfig, SwitchLayout};
 use crate::mac_learning::MacTable;
 use crate::xlate::Counters;
+
+mod bundle;
+#[cfg(test)]
+mod bundle_tests;
+#[cfg(test)]
+mod reference;
 
 /// Number of OpenFlow tables per bridge (0..=254; 255 means "all tables" in a request).
 pub const N_TABLES: usize = 255;
@@ -208,9 +213,9 @@ pub struct Bridge {
     /// Name.
     pub name: String,
     tables: Vec<Option<OfTable>>,
-    /// Per table, OVS's classifier subtable order (its `pvector`): each mask with its highest
-    /// rule priority, in lookup order.
-    subtables: Vec<Vec<(FlowKey, u16)>>,
+    /// Per table, its masks with their rule counts and OVS's classifier subtable order (its
+    /// `pvector`), kept up to date by every bundle (`switch::bundle`).
+    metas: Vec<bundle::TableMeta>,
     /// MAC learning (used by NORMAL; translations learn through `&self`).
     pub mac: Mutex<MacTable>,
 }
@@ -220,7 +225,9 @@ impl Bridge {
         Bridge {
             name: name.to_string(),
             tables: (0..N_TABLES).map(|_| None).collect(),
-            subtables: (0..N_TABLES).map(|_| Vec::new()).collect(),
+            metas: (0..N_TABLES)
+                .map(|_| bundle::TableMeta::default())
+                .collect(),
             mac: Mutex::new(MacTable::new(aging, size)),
         }
     }
@@ -340,22 +347,6 @@ pub struct FlowModOutcome {
 pub struct DumpedFlow {
     /// The flow, with `table` set and `stats` filled in from the counters.
     pub entry: FlowEntry,
-}
-
-/// The working copy of one table during a bundle: rule identity → rule.
-#[derive(Clone)]
-struct Draft {
-    /// `(priority, match)` → (entry, existing classifier rule if unchanged so far).
-    rules: Vec<DraftRule>,
-}
-
-#[derive(Clone)]
-struct DraftRule {
-    entry: FlowEntry,
-    /// The live rule this one still is (same identity, payload unchanged), if any.
-    live: Option<Arc<Rule<Arc<OfRule>>>>,
-    /// Keep the live rule's counters when its payload changes.
-    keep_counts: bool,
 }
 
 /// Every bridge of one datapath.
@@ -740,6 +731,8 @@ impl Switch {
                 if hard || idle {
                     // The rule exists (just read from the table), so removal cannot fail.
                     if br.table_mut(t).remove(r.match_(), r.priority()).is_ok() {
+                        br.metas[usize::from(t)]
+                            .removed_outside(p.entry.flow_match.mask(), p.entry.priority);
                         expired.push(p.entry.clone());
                     }
                 }
@@ -749,251 +742,22 @@ impl Switch {
     }
 
     /// Applies `mods` to `bridge` as one bundle: all of them or (on error) none.
+    ///
+    /// The cost is proportional to the bundle for adds and strict modifies and deletes (a few
+    /// hash probes each, plus the classifier's batch); a non-strict modify or delete scans
+    /// the tables it names once. The `switch::bundle` module docs say how.
     pub fn flow_mods(
         &mut self,
         bridge: &str,
         mods: Vec<FlowMod>,
     ) -> Result<FlowModOutcome, SwitchError> {
-        let br = self
-            .bridges
-            .get(bridge)
-            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
-        // Drafts of every table, built lazily from the live rules.
-        let mut drafts: BTreeMap<u8, Draft> = BTreeMap::new();
-        let live = br.rules();
-        let draft = |drafts: &mut BTreeMap<u8, Draft>, t: u8| {
-            drafts.entry(t).or_insert_with(|| Draft {
-                rules: live
-                    .iter()
-                    .filter(|(lt, _)| *lt == t)
-                    .map(|(_, r)| DraftRule {
-                        entry: r.payload().entry.clone(),
-                        live: Some(r.clone()),
-                        keep_counts: true,
-                    })
-                    .collect(),
-            });
-        };
-        let mut out = FlowModOutcome::default();
-        let mut pvecs: BTreeMap<u8, Vec<(FlowKey, u16)>> = BTreeMap::new();
-        for (index, fm) in mods.iter().enumerate() {
-            let e = &fm.entry;
-            check_flow(e, index)?;
-            let tables: Vec<u8> = match (fm.command, e.table) {
-                (FlowModCommand::Add, Some(t)) if usize::from(t) >= N_TABLES => {
-                    return Err(SwitchError::BadTable(t))
-                }
-                (FlowModCommand::Add, _) => vec![e.table_id()],
-                (_, Some(t)) if usize::from(t) < N_TABLES => vec![t],
-                _ => (0..=254u8).collect(),
-            };
-            match fm.command {
-                FlowModCommand::Add => {
-                    let t = tables[0];
-                    check_gotos(&e.actions, t)?;
-                    draft(&mut drafts, t);
-                    let d = drafts.get_mut(&t).expect("draft just created");
-                    if e.flags.contains(FlowFlags::CHECK_OVERLAP)
-                        && d.rules.iter().any(|r| {
-                            r.entry.priority == e.priority
-                                && overlaps(&r.entry.flow_match, &e.flow_match)
-                                && r.entry.flow_match != e.flow_match
-                        })
-                    {
-                        return Err(SwitchError::Overlap {
-                            table: t,
-                            priority: e.priority,
-                        });
-                    }
-                    let mut ne = e.clone();
-                    ne.table = Some(t);
-                    ne.cookie_mask = 0;
-                    ne.out_port = OFPP_NONE;
-                    d.rules.retain(|r| {
-                        !(r.entry.priority == e.priority && r.entry.flow_match == e.flow_match)
-                    });
-                    d.rules.push(DraftRule {
-                        entry: ne,
-                        live: None,
-                        keep_counts: false,
-                    });
-                    out.n_added += 1;
-                }
-                FlowModCommand::Modify { strict } => {
-                    let mut n = 0;
-                    for &t in &tables {
-                        if br.table(t).is_none() && !drafts.contains_key(&t) {
-                            continue;
-                        }
-                        draft(&mut drafts, t);
-                        let d = drafts.get_mut(&t).expect("draft just created");
-                        for r in d.rules.iter_mut() {
-                            if selects(fm, strict, &r.entry) {
-                                check_gotos(&e.actions, t)?;
-                                r.entry.actions = e.actions.clone();
-                                if e.cookie_mask == 0 && e.cookie != u64::MAX && e.cookie != 0 {
-                                    r.entry.cookie = e.cookie;
-                                }
-                                r.keep_counts = !e.flags.contains(FlowFlags::RESET_COUNTS);
-                                r.live = None;
-                                n += 1;
-                            }
-                        }
-                    }
-                    out.n_modified += n;
-                    if n == 0 && fm.modify_may_add {
-                        let t = e.table_id();
-                        check_gotos(&e.actions, t)?;
-                        draft(&mut drafts, t);
-                        let d = drafts.get_mut(&t).expect("draft just created");
-                        let mut ne = e.clone();
-                        ne.table = Some(t);
-                        ne.cookie_mask = 0;
-                        ne.out_port = OFPP_NONE;
-                        d.rules.push(DraftRule {
-                            entry: ne,
-                            live: None,
-                            keep_counts: false,
-                        });
-                        out.n_added += 1;
-                    }
-                }
-                FlowModCommand::Delete { strict } => {
-                    for &t in &tables {
-                        if br.table(t).is_none() && !drafts.contains_key(&t) {
-                            continue;
-                        }
-                        draft(&mut drafts, t);
-                        let d = drafts.get_mut(&t).expect("draft just created");
-                        let before = d.rules.len();
-                        d.rules.retain(|r| !selects(fm, strict, &r.entry));
-                        out.n_deleted += before - d.rules.len();
-                    }
-                }
-            }
-            // Each flow_mod is published on its own: update the subtable order of the
-            // tables it touched.
-            for (t, d) in &drafts {
-                let pv = pvecs
-                    .entry(*t)
-                    .or_insert_with(|| br.subtables[usize::from(*t)].clone());
-                update_subtables(pv, &d.rules);
-            }
-        }
-        // Check every new rule as the classifier will, so that the commits below cannot fail.
-        for d in drafts.values() {
-            for r in d.rules.iter().filter(|r| r.live.is_none()) {
-                validate_match(&r.entry.flow_match)
-                    .map_err(|msg| SwitchError::Rule { index: 0, msg })?;
-            }
-        }
-        // Apply, per table: each rule's classifier priority is its OpenFlow priority above a
-        // rank that orders equal priorities as OVS's classifier does (`update_subtables`); a rule
-        // whose rank changed moves, keeping its counters.
         let now = self.now_ms;
         let br = self
             .bridges
             .get_mut(bridge)
             .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
-        for (t, d) in drafts {
-            let old: Vec<_> = live
-                .iter()
-                .filter(|(lt, _)| *lt == t)
-                .map(|(_, r)| r.clone())
-                .collect();
-            let pv = pvecs.remove(&t).unwrap_or_default();
-            let ranks: HashMap<FlowKey, u16> = pv
-                .iter()
-                .enumerate()
-                .map(|(i, (m, _))| {
-                    let rank = u16::MAX.saturating_sub(u16::try_from(i).unwrap_or(u16::MAX));
-                    (*m, rank)
-                })
-                .collect();
-            br.subtables[usize::from(t)] = pv;
-            let want = |e: &FlowEntry| -> u32 {
-                let rank = ranks.get(e.flow_match.mask()).copied().unwrap_or(0);
-                (u32::from(e.priority) << 16) | u32::from(rank)
-            };
-            let same = |r: &Rule<Arc<OfRule>>, e: &FlowEntry| {
-                r.priority() == want(e) && r.payload().entry.flow_match == e.flow_match
-            };
-            let mut batch = Batch::new();
-            for r in &old {
-                if !d.rules.iter().any(|n| same(r, &n.entry)) {
-                    batch.remove(r.match_(), r.priority());
-                }
-            }
-            for n in &d.rules {
-                let prio = want(&n.entry);
-                if n.live.as_ref().is_some_and(|l| l.priority() == prio) {
-                    continue;
-                }
-                // The rule's previous version (same OpenFlow identity), if it keeps its state.
-                let prev = n.live.clone().or_else(|| {
-                    old.iter()
-                        .find(|r| {
-                            n.keep_counts
-                                && r.payload().entry.priority == n.entry.priority
-                                && r.payload().entry.flow_match == n.entry.flow_match
-                        })
-                        .cloned()
-                });
-                let mut rule = OfRule::new(n.entry.clone(), t, now);
-                if let Some(p) = &prev {
-                    rule.created_ms = p.payload().created_ms;
-                    rule.counters = p.payload().counters.clone();
-                }
-                let rule = Arc::new(rule);
-                if old.iter().any(|r| same(r, &n.entry)) {
-                    batch.modify(n.entry.flow_match, prio, rule);
-                } else {
-                    batch.insert(n.entry.flow_match, prio, n.entry.cookie, rule);
-                }
-            }
-            if !batch.is_empty() {
-                br.table_mut(t)
-                    .commit(batch)
-                    .map_err(|e| SwitchError::Rule {
-                        index: 0,
-                        msg: e.to_string(),
-                    })?;
-            }
-        }
-        Ok(out)
+        bundle::flow_mods(br, mods, now)
     }
-}
-
-/// Updates OVS's classifier subtable order (`pvector`) to the rules `rules` of a table, as
-/// OVS's classifier does when a flow_mod is published: an emptied subtable is removed (the
-/// last entry takes its place), a new one is appended, one whose highest priority changed
-/// keeps its place, then the vector is sorted by priority, stably. Lookups try subtables in
-/// this order and keep the first match of a priority, which decides between overlapping rules
-/// of equal priority.
-fn update_subtables(pv: &mut Vec<(FlowKey, u16)>, rules: &[DraftRule]) {
-    let mut max_prio: Vec<(FlowKey, u16)> = Vec::new();
-    for r in rules {
-        let m = *r.entry.flow_match.mask();
-        match max_prio.iter_mut().find(|(k, _)| *k == m) {
-            Some((_, p)) => *p = (*p).max(r.entry.priority),
-            None => max_prio.push((m, r.entry.priority)),
-        }
-    }
-    let mut i = 0;
-    while i < pv.len() {
-        if max_prio.iter().any(|(m, _)| *m == pv[i].0) {
-            i += 1;
-        } else {
-            pv.swap_remove(i);
-        }
-    }
-    for (m, p) in max_prio {
-        match pv.iter_mut().find(|(k, _)| *k == m) {
-            Some(e) => e.1 = p,
-            None => pv.push((m, p)),
-        }
-    }
-    pv.sort_by_key(|(_, p)| std::cmp::Reverse(*p));
 }
 
 /// The actions a switch decodes from `actions` encoded for OpenFlow `version` (OVS
@@ -1085,15 +849,6 @@ fn check_gotos(acts: &[Action], table: u8) -> Result<(), SwitchError> {
         }
     }
     Ok(())
-}
-
-/// The classifier's own checks (mask bits, prerequisites), done before any commit.
-fn validate_match(m: &Match) -> Result<(), String> {
-    let valid = FlowKey::valid_bits();
-    if !m.mask().is_subset_of(&valid) {
-        return Err("mask sets bits that belong to no field".to_string());
-    }
-    m.check_prerequisites().map_err(|e| e.to_string())
 }
 
 /// True if some packet matches both.

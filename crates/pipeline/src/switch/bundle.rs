@@ -1,0 +1,1151 @@
+//! Flow_mod bundles: each flow_mod is checked against a *draft* of the tables it touches,
+//! and the drafts are applied at the end, one classifier batch per table.
+//!
+//! # The draft
+//!
+//! A draft does not copy the table. It is an overlay over the live rules: a *slot* per rule
+//! identity (match and OpenFlow priority) the bundle touched, holding the live rule of that
+//! identity (if any) and the versions the bundle made of it. Everything else is the live
+//! table, read through [`classifier::Classifier::find`] (one hash probe). So an add, and a
+//! strict modify or delete, cost a few hash probes; a non-strict modify or delete scans the
+//! live table once (as OVS's `collect_rules_loose` does).
+//!
+//! The draft keeps the order the previous implementation had (a list of every rule): the live
+//! rules first, in dump order, then the rules the bundle added, in the order of their last
+//! add. That order decides the classifier's insertion order (and so `dump-flows`) of the rules
+//! a bundle (re)inserts.
+//!
+//! # OVS's subtable order
+//!
+//! OVS's classifier looks subtables up in the order of its `pvector`, which decides between
+//! overlapping rules of equal priority; we encode that order in the classifier priority
+//! (`priority << 16 | rank`, rank 65535 for the first subtable). [`TableMeta`] keeps, per
+//! table, every mask with its number of rules per priority, and the pvector as OVS updates
+//! it at each published flow_mod: an emptied subtable is removed (the last entry takes its
+//! place), a new one is appended, one whose highest priority changed keeps its place, then
+//! the vector is sorted by priority, stably. A flow_mod that changes no mask's highest
+//! priority leaves it as it is, so the update costs O(1) for most flow_mods, O(subtables)
+//! otherwise. Rules of a subtable whose rank changed move (same counters).
+//!
+//! Rule expiry removes rules outside bundles and leaves the pvector as it was (it used to be
+//! updated at the next flow_mod that drafts the table): [`TableMeta::removed_outside`] keeps
+//! the counts right and marks the table stale, and the first flow_mod that drafts it updates
+//! every subtable as before.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, OnceLock};
+
+use classifier::{Op, Rule};
+use openflow::flow::{FlowEntry, FlowFlags};
+use openflow::ofctl::value::OFPP_NONE;
+use openflow::Match;
+use packet::key::FlowKey;
+
+use super::{
+    check_flow, check_gotos, overlaps, selects, Bridge, FlowMod, FlowModCommand, FlowModOutcome,
+    OfRule, OfTable, SwitchError, N_TABLES,
+};
+
+type LiveRule = Arc<Rule<Arc<OfRule>>>;
+
+/// No slot (end of a hash chain).
+const NONE: u32 = u32::MAX;
+
+/// FxHash's step over whole words, for maps keyed by masks or by hashes we made ourselves.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct WordHasher(u64);
+
+#[inline]
+fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+#[inline]
+fn fmix(h: u64) -> u64 {
+    let h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let h = (h ^ (h >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        fmix(self.0)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.0 = mix(self.0, u64::from_le_bytes(w));
+        }
+        for b in chunks.remainder() {
+            self.0 = mix(self.0, u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = mix(self.0, i);
+    }
+}
+
+type WordBuild = BuildHasherDefault<WordHasher>;
+
+/// The hash of a rule identity: the constrained words of the match and the priority.
+fn ident_hash(m: &Match, priority: u16) -> u64 {
+    let mut h = u64::from(priority);
+    for ((k, v), i) in m
+        .mask()
+        .words
+        .iter()
+        .zip(m.value().words.iter())
+        .zip(0u64..)
+    {
+        if *k != 0 {
+            h = mix(h, *k ^ i);
+            h = mix(h, *v);
+        }
+    }
+    fmix(h)
+}
+
+/// The classifier rank of the subtable at position `i` of the pvector.
+fn rank_at(i: usize) -> u16 {
+    u16::MAX.saturating_sub(u16::try_from(i).unwrap_or(u16::MAX))
+}
+
+fn u32_of(n: usize) -> u32 {
+    u32::try_from(n).expect("fewer than 4G rules in a draft")
+}
+
+/// The classifier's own checks (mask bits, prerequisites), done before any commit.
+pub(super) fn validate_match(m: &Match) -> Result<(), String> {
+    static VALID: OnceLock<FlowKey> = OnceLock::new();
+    let valid = VALID.get_or_init(FlowKey::valid_bits);
+    if !m.mask().is_subset_of(valid) {
+        return Err("mask sets bits that belong to no field".to_string());
+    }
+    m.check_prerequisites().map_err(|e| e.to_string())
+}
+
+/// One mask of a table.
+#[derive(Debug, Clone)]
+struct MaskRec {
+    key: FlowKey,
+    /// Rules per OpenFlow priority (no zero counts).
+    counts: BTreeMap<u16, u32>,
+    /// The rank the table's committed rules with this mask have (the low 16 bits of their
+    /// classifier priority); `None` if the mask is not in the committed pvector.
+    rank: Option<u16>,
+}
+
+impl MaskRec {
+    fn max(&self) -> Option<u16> {
+        self.counts.last_key_value().map(|(p, _)| *p)
+    }
+}
+
+/// Per table: its masks with their rule counts per priority, and OVS's subtable order.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TableMeta {
+    masks: Vec<MaskRec>,
+    by_mask: HashMap<FlowKey, u32, WordBuild>,
+    /// The pvector: indices into `masks` with the mask's highest priority, in lookup order.
+    pv: Vec<(u32, u16)>,
+    /// Rules were removed outside a bundle: `pv` may hold emptied masks and stale maxima.
+    stale: bool,
+    /// The mask looked up last.
+    last: Option<u32>,
+}
+
+impl TableMeta {
+    fn find(&mut self, key: &FlowKey) -> Option<u32> {
+        if let Some(i) = self.last {
+            if self.masks[i as usize].key == *key {
+                return Some(i);
+            }
+        }
+        let i = *self.by_mask.get(key)?;
+        self.last = Some(i);
+        Some(i)
+    }
+
+    fn find_or_add(&mut self, key: &FlowKey) -> u32 {
+        if let Some(i) = self.find(key) {
+            return i;
+        }
+        let i = u32_of(self.masks.len());
+        self.masks.push(MaskRec {
+            key: *key,
+            counts: BTreeMap::new(),
+            rank: None,
+        });
+        self.by_mask.insert(*key, i);
+        self.last = Some(i);
+        i
+    }
+
+    /// The committed rank of `key`'s rules, if the committed table has that mask.
+    fn committed_rank(&mut self, key: &FlowKey) -> Option<u16> {
+        let i = self.find(key)?;
+        self.masks[i as usize].rank
+    }
+
+    fn inc(&mut self, i: u32, priority: u16, dirty: &mut Vec<u32>) {
+        let rec = &mut self.masks[i as usize];
+        let old = rec.max();
+        *rec.counts.entry(priority).or_insert(0) += 1;
+        if old.map_or(true, |m| priority > m) {
+            dirty.push(i);
+        }
+    }
+
+    fn dec(&mut self, i: u32, priority: u16, dirty: &mut Vec<u32>) {
+        let rec = &mut self.masks[i as usize];
+        let old = rec.max();
+        let Some(c) = rec.counts.get_mut(&priority) else {
+            debug_assert!(false, "rule counts out of sync");
+            return;
+        };
+        *c -= 1;
+        if *c == 0 {
+            rec.counts.remove(&priority);
+            if old == Some(priority) {
+                dirty.push(i);
+            }
+        }
+    }
+
+    /// Brings the pvector up to date after one flow_mod (OVS publishes each flow_mod): the
+    /// masks in `dirty` changed their highest priority, appeared or emptied; with `stale`,
+    /// any mask may have.
+    fn settle(&mut self, dirty: &mut Vec<u32>) {
+        let full = std::mem::take(&mut self.stale);
+        if dirty.is_empty() && !full {
+            return;
+        }
+        let masks = &self.masks;
+        if full || dirty.iter().any(|i| masks[*i as usize].counts.is_empty()) {
+            let mut i = 0;
+            while i < self.pv.len() {
+                if masks[self.pv[i].0 as usize].counts.is_empty() {
+                    self.pv.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if full {
+            for (m, p) in self.pv.iter_mut() {
+                if let Some(max) = masks[*m as usize].max() {
+                    *p = max;
+                }
+            }
+        }
+        for &d in dirty.iter() {
+            if let Some(max) = masks[d as usize].max() {
+                match self.pv.iter_mut().find(|(m, _)| *m == d) {
+                    Some(e) => e.1 = max,
+                    None => self.pv.push((d, max)),
+                }
+            }
+        }
+        dirty.clear();
+        self.pv.sort_by_key(|(_, p)| Reverse(*p));
+    }
+
+    /// A rule of mask `key` and OpenFlow priority `priority` was removed outside a bundle
+    /// (expiry); the pvector is brought up to date by the next bundle that drafts the table.
+    pub(super) fn removed_outside(&mut self, key: &FlowKey, priority: u16) {
+        if let Some(i) = self.find(key) {
+            let mut dirty = Vec::new();
+            self.dec(i, priority, &mut dirty);
+            self.stale = true;
+        }
+    }
+
+    /// The committed classifier priority of a rule.
+    fn class_priority(&mut self, m: &Match, priority: u16) -> u32 {
+        let rank = self
+            .find(m.mask())
+            .and_then(|i| self.masks[i as usize].rank)
+            .unwrap_or(0);
+        (u32::from(priority) << 16) | u32::from(rank)
+    }
+
+    /// Gives every mask its rank in the pvector; returns, per mask, whether its committed
+    /// rules must move (they had another rank).
+    fn rerank(&mut self) -> Vec<bool> {
+        let mut new: Vec<Option<u16>> = vec![None; self.masks.len()];
+        for (i, (m, _)) in self.pv.iter().enumerate() {
+            new[*m as usize] = Some(rank_at(i));
+        }
+        self.masks
+            .iter_mut()
+            .zip(new)
+            .map(|(rec, n)| {
+                let moved = rec.rank.is_some() && n.is_some() && rec.rank != n;
+                rec.rank = n;
+                moved
+            })
+            .collect()
+    }
+
+    /// Forgets masks without rules once they are most of the map.
+    fn compact(&mut self) {
+        let n_live = self.masks.iter().filter(|r| !r.counts.is_empty()).count();
+        let n_dead = self.masks.len() - n_live;
+        if n_dead <= 64 || n_dead <= n_live {
+            return;
+        }
+        let in_pv: Vec<u32> = self.pv.iter().map(|(m, _)| *m).collect();
+        let mut remap = vec![NONE; self.masks.len()];
+        let mut masks = Vec::with_capacity(n_live);
+        for (i, rec) in std::mem::take(&mut self.masks).into_iter().enumerate() {
+            if !rec.counts.is_empty() || in_pv.contains(&u32_of(i)) {
+                remap[i] = u32_of(masks.len());
+                masks.push(rec);
+            }
+        }
+        self.masks = masks;
+        for (m, _) in self.pv.iter_mut() {
+            *m = remap[*m as usize];
+        }
+        self.by_mask = self
+            .masks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.key, u32_of(i)))
+            .collect();
+        self.last = None;
+    }
+
+    /// The pvector as (mask, highest priority), for tests.
+    #[cfg(test)]
+    pub(super) fn order(&self) -> Vec<(FlowKey, u16)> {
+        self.pv
+            .iter()
+            .map(|(m, p)| (self.masks[*m as usize].key, *p))
+            .collect()
+    }
+}
+
+/// One version of a rule made by the bundle.
+struct Ver {
+    /// The rule to commit (taken when the draft is applied). Only the draft holds it.
+    rule: Option<Arc<OfRule>>,
+    /// Keep the counters and age of the live rule of the same identity.
+    keep_counts: bool,
+    alive: bool,
+    /// Its match fails the classifier's checks.
+    invalid: bool,
+}
+
+impl Ver {
+    /// A version of `rule`; `check` validates its match (a live rule's was validated).
+    fn new(rule: OfRule, keep_counts: bool, check: bool) -> Ver {
+        let invalid = check && validate_match(&rule.entry.flow_match).is_err();
+        Ver {
+            rule: Some(Arc::new(rule)),
+            keep_counts,
+            alive: true,
+            invalid,
+        }
+    }
+
+    fn entry(&self) -> Option<&FlowEntry> {
+        self.rule.as_ref().map(|r| &r.entry)
+    }
+
+    fn entry_mut(&mut self) -> Option<&mut FlowEntry> {
+        self.rule.as_mut().map(|r| {
+            &mut Arc::get_mut(r)
+                .expect("draft rules are unshared until applied")
+                .entry
+        })
+    }
+}
+
+/// What became of the live rule of a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InPlace {
+    /// Unchanged (or there is none).
+    Untouched,
+    /// Deleted or replaced.
+    Dead,
+    /// Modified: its new version (which is dead if later deleted).
+    Draft(u32),
+}
+
+/// Everything the bundle did to one rule identity of one table.
+struct Slot {
+    /// Next slot with the same identity hash.
+    next: u32,
+    /// The live rule with this identity when the bundle started.
+    orig: Option<LiveRule>,
+    in_place: InPlace,
+    /// The versions: the in-place one (if any) and those pushed by adds, in push order.
+    v0: Option<Ver>,
+    more: Vec<Ver>,
+}
+
+impl Slot {
+    fn ver(&self, i: u32) -> &Ver {
+        match i {
+            0 => self.v0.as_ref().expect("version 0 exists"),
+            i => &self.more[i as usize - 1],
+        }
+    }
+
+    fn ver_mut(&mut self, i: u32) -> &mut Ver {
+        match i {
+            0 => self.v0.as_mut().expect("version 0 exists"),
+            i => &mut self.more[i as usize - 1],
+        }
+    }
+
+    fn n_vers(&self) -> u32 {
+        u32_of(usize::from(self.v0.is_some()) + self.more.len())
+    }
+
+    fn push(&mut self, v: Ver) -> u32 {
+        if self.v0.is_none() {
+            self.v0 = Some(v);
+            0
+        } else {
+            self.more.push(v);
+            u32_of(self.more.len())
+        }
+    }
+
+    fn ident(&self) -> Option<(&Match, u16)> {
+        let e = match &self.orig {
+            Some(o) => &o.payload().entry,
+            None => self.v0.as_ref()?.entry()?,
+        };
+        Some((&e.flow_match, e.priority))
+    }
+
+    /// Indices of the versions added by adds (not the in-place one).
+    fn pushed(&self) -> impl Iterator<Item = u32> + '_ {
+        let skip = match self.in_place {
+            InPlace::Draft(v) => v,
+            _ => NONE,
+        };
+        (0..self.n_vers()).filter(move |i| *i != skip)
+    }
+
+    /// True if some version of the rule is in the draft.
+    fn alive_any(&self) -> bool {
+        self.in_place_alive() || self.pushed().any(|v| self.ver(v).alive)
+    }
+
+    /// Versions of the rule in the draft.
+    fn n_alive(&self) -> usize {
+        usize::from(self.in_place_alive()) + self.pushed().filter(|v| self.ver(*v).alive).count()
+    }
+
+    fn in_place_alive(&self) -> bool {
+        match self.in_place {
+            InPlace::Untouched => self.orig.is_some(),
+            InPlace::Dead => false,
+            InPlace::Draft(v) => self.ver(v).alive,
+        }
+    }
+}
+
+/// A rule a modify or delete selected.
+enum Cand {
+    /// A live rule no slot holds yet.
+    Live(LiveRule),
+    /// The live rule of a slot, or its modified version.
+    InPlace(u32),
+    /// A version an add pushed.
+    Ver(u32, u32),
+}
+
+/// The draft of one table.
+struct TableDraft {
+    table: u8,
+    meta: TableMeta,
+    slots: Vec<Slot>,
+    /// Head of each identity hash's chain of slots.
+    index: HashMap<u64, u32, WordBuild>,
+    /// Pushed versions as (slot, version), in push order.
+    pushed: Vec<(u32, u32)>,
+    n_orig_slots: usize,
+    n_invalid: usize,
+    /// Masks whose highest priority changed in the current flow_mod.
+    dirty: Vec<u32>,
+}
+
+impl TableDraft {
+    fn new(table: u8, meta: TableMeta, capacity: usize) -> Self {
+        TableDraft {
+            table,
+            meta,
+            slots: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity_and_hasher(capacity, WordBuild::default()),
+            pushed: Vec::with_capacity(capacity),
+            n_orig_slots: 0,
+            n_invalid: 0,
+            dirty: Vec::new(),
+        }
+    }
+
+    /// The slot of identity (`m`, `priority`), if the bundle touched it.
+    fn lookup(&self, hash: u64, m: &Match, priority: u16) -> Option<u32> {
+        let mut s = *self.index.get(&hash)?;
+        while s != NONE {
+            let slot = &self.slots[s as usize];
+            if slot
+                .ident()
+                .is_some_and(|(sm, sp)| sp == priority && sm == m)
+            {
+                return Some(s);
+            }
+            s = slot.next;
+        }
+        None
+    }
+
+    fn new_slot(&mut self, hash: u64, orig: Option<LiveRule>) -> u32 {
+        let s = u32_of(self.slots.len());
+        let next = self.index.insert(hash, s).unwrap_or(NONE);
+        self.n_orig_slots += usize::from(orig.is_some());
+        self.slots.push(Slot {
+            next,
+            orig,
+            in_place: InPlace::Untouched,
+            v0: None,
+            more: Vec::new(),
+        });
+        s
+    }
+
+    /// The live rule with identity (`m`, `priority`).
+    fn live(&mut self, cls: Option<&OfTable>, m: &Match, priority: u16) -> Option<LiveRule> {
+        let cls = cls?;
+        let rank = self.meta.committed_rank(m.mask())?;
+        cls.find(m, (u32::from(priority) << 16) | u32::from(rank))
+    }
+
+    /// The slot of identity (`m`, `priority`): touched before, or made for its live rule,
+    /// or (with `create`) made empty.
+    fn slot(
+        &mut self,
+        cls: Option<&OfTable>,
+        m: &Match,
+        priority: u16,
+        create: bool,
+    ) -> Option<u32> {
+        let hash = ident_hash(m, priority);
+        if let Some(s) = self.lookup(hash, m, priority) {
+            return Some(s);
+        }
+        match self.live(cls, m, priority) {
+            Some(r) => Some(self.new_slot(hash, Some(r))),
+            None if create => Some(self.new_slot(hash, None)),
+            None => None,
+        }
+    }
+
+    fn count(&mut self, m: &Match, priority: u16, up: bool) {
+        let i = self.meta.find_or_add(m.mask());
+        if up {
+            self.meta.inc(i, priority, &mut self.dirty);
+        } else {
+            self.meta.dec(i, priority, &mut self.dirty);
+        }
+    }
+
+    /// Adds `entry` (already normalized); with `replace`, every rule of the same identity
+    /// goes first (an add), else they stay (a modify that adds).
+    fn add(&mut self, cls: Option<&OfTable>, entry: FlowEntry, now: u64, replace: bool) {
+        let (m, p) = (entry.flow_match, entry.priority);
+        let s = self.slot(cls, &m, p, true).expect("made on demand");
+        if replace {
+            let slot = &mut self.slots[s as usize];
+            let mut n_killed = 0;
+            match slot.in_place {
+                InPlace::Untouched if slot.orig.is_some() => {
+                    slot.in_place = InPlace::Dead;
+                    n_killed += 1;
+                }
+                _ => {}
+            }
+            for v in 0..slot.n_vers() {
+                let ver = slot.ver_mut(v);
+                if ver.alive {
+                    ver.alive = false;
+                    n_killed += 1;
+                    self.n_invalid -= usize::from(ver.invalid);
+                }
+            }
+            for _ in 0..n_killed {
+                self.count(&m, p, false);
+            }
+        }
+        let ver = Ver::new(OfRule::new(entry, self.table, now), false, true);
+        self.n_invalid += usize::from(ver.invalid);
+        let v = self.slots[s as usize].push(ver);
+        self.pushed.push((s, v));
+        self.count(&m, p, true);
+    }
+
+    /// The rules of the draft that `fm` selects.
+    fn select(&mut self, cls: Option<&OfTable>, fm: &FlowMod, strict: bool) -> Vec<Cand> {
+        let mut out = Vec::new();
+        let e = &fm.entry;
+        let slot_cands = |slot: &Slot, s: u32, out: &mut Vec<Cand>| {
+            let in_place = match slot.in_place {
+                InPlace::Untouched => slot.orig.as_ref().map(|o| &o.payload().entry),
+                InPlace::Dead => None,
+                InPlace::Draft(v) => Some(slot.ver(v)).filter(|v| v.alive).and_then(Ver::entry),
+            };
+            if in_place.is_some_and(|r| selects(fm, strict, r)) {
+                out.push(Cand::InPlace(s));
+            }
+            for v in slot.pushed() {
+                let ver = slot.ver(v);
+                if ver.alive && ver.entry().is_some_and(|r| selects(fm, strict, r)) {
+                    out.push(Cand::Ver(s, v));
+                }
+            }
+        };
+        if strict {
+            if let Some(s) = self.slot(cls, &e.flow_match, e.priority, false) {
+                slot_cands(&self.slots[s as usize], s, &mut out);
+            }
+            return out;
+        }
+        for (s, slot) in self.slots.iter().enumerate() {
+            slot_cands(slot, u32_of(s), &mut out);
+        }
+        if let Some(cls) = cls {
+            let snap = cls.snapshot();
+            for r in snap.rules() {
+                let re = &r.payload().entry;
+                if selects(fm, false, re)
+                    && (self.n_orig_slots == 0
+                        || self
+                            .lookup(
+                                ident_hash(&re.flow_match, re.priority),
+                                &re.flow_match,
+                                re.priority,
+                            )
+                            .is_none())
+                {
+                    out.push(Cand::Live(r.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The slot of a selected live rule (made now).
+    fn own(&mut self, c: Cand) -> Cand {
+        match c {
+            Cand::Live(r) => {
+                let e = &r.payload().entry;
+                let hash = ident_hash(&e.flow_match, e.priority);
+                Cand::InPlace(self.new_slot(hash, Some(r)))
+            }
+            c => c,
+        }
+    }
+
+    fn modify(
+        &mut self,
+        cls: Option<&OfTable>,
+        fm: &FlowMod,
+        strict: bool,
+        now: u64,
+    ) -> Result<usize, SwitchError> {
+        let cands = self.select(cls, fm, strict);
+        if cands.is_empty() {
+            return Ok(0);
+        }
+        let e = &fm.entry;
+        check_gotos(&e.actions, self.table)?;
+        let keep_counts = !e.flags.contains(FlowFlags::RESET_COUNTS);
+        let change = |entry: &mut FlowEntry| {
+            entry.actions = e.actions.clone();
+            if e.cookie_mask == 0 && e.cookie != u64::MAX && e.cookie != 0 {
+                entry.cookie = e.cookie;
+            }
+        };
+        let n = cands.len();
+        for c in cands {
+            let (s, v) = match self.own(c) {
+                Cand::InPlace(s) => {
+                    let slot = &mut self.slots[s as usize];
+                    match slot.in_place {
+                        InPlace::Draft(v) => (s, v),
+                        _ => {
+                            let o = slot
+                                .orig
+                                .as_ref()
+                                .expect("an untouched slot has a live rule");
+                            let mut entry = o.payload().entry.clone();
+                            change(&mut entry);
+                            let ver =
+                                Ver::new(OfRule::new(entry, self.table, now), keep_counts, false);
+                            let v = slot.push(ver);
+                            slot.in_place = InPlace::Draft(v);
+                            continue;
+                        }
+                    }
+                }
+                Cand::Ver(s, v) => (s, v),
+                Cand::Live(_) => unreachable!("owned above"),
+            };
+            let ver = self.slots[s as usize].ver_mut(v);
+            if let Some(entry) = ver.entry_mut() {
+                change(entry);
+            }
+            ver.keep_counts = keep_counts;
+        }
+        Ok(n)
+    }
+
+    fn delete(&mut self, cls: Option<&OfTable>, fm: &FlowMod, strict: bool) -> usize {
+        let cands = self.select(cls, fm, strict);
+        let n = cands.len();
+        for c in cands {
+            let s = match self.own(c) {
+                Cand::InPlace(s) => {
+                    let slot = &mut self.slots[s as usize];
+                    match slot.in_place {
+                        InPlace::Draft(v) => {
+                            let ver = slot.ver_mut(v);
+                            ver.alive = false;
+                            self.n_invalid -= usize::from(ver.invalid);
+                        }
+                        _ => slot.in_place = InPlace::Dead,
+                    }
+                    s
+                }
+                Cand::Ver(s, v) => {
+                    let ver = self.slots[s as usize].ver_mut(v);
+                    ver.alive = false;
+                    self.n_invalid -= usize::from(ver.invalid);
+                    s
+                }
+                Cand::Live(_) => unreachable!("owned above"),
+            };
+            let (m, p) = {
+                let (m, p) = self.slots[s as usize]
+                    .ident()
+                    .expect("a selected rule has an identity");
+                (*m, p)
+            };
+            self.count(&m, p, false);
+        }
+        n
+    }
+
+    /// True if a rule of `e`'s priority with another match overlaps `e` (`check_overlap`).
+    fn overlaps_any(&mut self, cls: Option<&OfTable>, e: &FlowEntry) -> bool {
+        let p = e.priority;
+        let em = &e.flow_match;
+        let masks: Vec<FlowKey> = self
+            .meta
+            .masks
+            .iter()
+            .filter(|r| r.counts.contains_key(&p) && r.key != *em.mask())
+            .map(|r| r.key)
+            .collect();
+        if masks.iter().all(|k| k.is_subset_of(em.mask())) {
+            // Each such mask has at most one rule that can overlap: `e`'s value under it.
+            return masks.iter().any(|k| {
+                let m = Match::new(*em.value(), *k);
+                let hash = ident_hash(&m, p);
+                match self.lookup(hash, &m, p) {
+                    Some(s) => self.slots[s as usize].alive_any(),
+                    None => self.live(cls, &m, p).is_some(),
+                }
+            });
+        }
+        let hit =
+            |r: &FlowEntry| r.priority == p && overlaps(&r.flow_match, em) && r.flow_match != *em;
+        for slot in &self.slots {
+            let in_place = match slot.in_place {
+                InPlace::Untouched => slot.orig.as_ref().map(|o| &o.payload().entry),
+                InPlace::Dead => None,
+                InPlace::Draft(v) => Some(slot.ver(v)).filter(|v| v.alive).and_then(Ver::entry),
+            };
+            if in_place.is_some_and(hit) {
+                return true;
+            }
+            if slot
+                .pushed()
+                .any(|v| slot.ver(v).alive && slot.ver(v).entry().is_some_and(hit))
+            {
+                return true;
+            }
+        }
+        let Some(cls) = cls else {
+            return false;
+        };
+        let snap = cls.snapshot();
+        let found = snap.rules().any(|r| {
+            let re = &r.payload().entry;
+            hit(re)
+                && (self.n_orig_slots == 0
+                    || self
+                        .lookup(
+                            ident_hash(&re.flow_match, re.priority),
+                            &re.flow_match,
+                            re.priority,
+                        )
+                        .is_none())
+        });
+        found
+    }
+
+    /// The first invalid rule the draft would commit, as the error the bundle fails with.
+    fn first_invalid(&self) -> Option<String> {
+        if self.n_invalid == 0 {
+            return None;
+        }
+        self.pushed.iter().find_map(|(s, v)| {
+            let ver = self.slots[*s as usize].ver(*v);
+            if !(ver.alive && ver.invalid) {
+                return None;
+            }
+            validate_match(&ver.entry()?.flow_match).err()
+        })
+    }
+
+    /// Applies the draft to the table: one classifier commit, its operations made as the
+    /// classifier takes them (removals, then the live rules that move or change in dump
+    /// order, then the added rules in draft order).
+    fn apply(self, br: &mut Bridge) -> Result<(), SwitchError> {
+        let t = self.table;
+        let TableDraft {
+            mut meta,
+            mut slots,
+            pushed,
+            n_orig_slots,
+            index,
+            ..
+        } = self;
+        let moved = meta.rerank();
+        let mut removes: Vec<LiveRule> = Vec::new();
+        // Live rules to insert again or modify: (live rule, its new version if modified).
+        let mut in_place: Vec<(LiveRule, Option<Arc<OfRule>>)> = Vec::new();
+        if moved.iter().any(|m| *m) {
+            if let Some(cls) = br.table(t) {
+                let snap = cls.snapshot();
+                for r in snap.rules() {
+                    let re = &r.payload().entry;
+                    let Some(i) = meta.find(re.flow_match.mask()) else {
+                        continue;
+                    };
+                    if !moved[i as usize] {
+                        continue;
+                    }
+                    let in_slot = n_orig_slots > 0 && {
+                        let hash = ident_hash(&re.flow_match, re.priority);
+                        let mut s = index.get(&hash).copied().unwrap_or(NONE);
+                        while s != NONE
+                            && !slots[s as usize]
+                                .orig
+                                .as_ref()
+                                .is_some_and(|o| Arc::ptr_eq(o, r))
+                        {
+                            s = slots[s as usize].next;
+                        }
+                        s != NONE
+                    };
+                    if !in_slot {
+                        removes.push(r.clone());
+                        in_place.push((r.clone(), None));
+                    }
+                }
+            }
+        }
+        for slot in slots.iter_mut() {
+            let Some(o) = slot.orig.clone() else {
+                continue;
+            };
+            let oe = &o.payload().entry;
+            let same = meta.class_priority(&oe.flow_match, oe.priority) == o.priority();
+            if !same || !slot.alive_any() {
+                removes.push(o.clone());
+            }
+            match slot.in_place {
+                InPlace::Untouched if !same => in_place.push((o, None)),
+                InPlace::Draft(v) if slot.ver(v).alive => {
+                    let ver = slot.ver_mut(v);
+                    let keep = ver.keep_counts;
+                    let Some(mut rule) = ver.rule.take() else {
+                        continue;
+                    };
+                    if keep {
+                        inherit(&mut rule, &o);
+                    }
+                    in_place.push((o, Some(rule)));
+                }
+                _ => {}
+            }
+        }
+        in_place.sort_by_key(|(r, _)| (Reverse(r.priority()), r.seq()));
+        // The versions of one identity become one classifier rule (the last one commits
+        // over the others): the committed counts hold it once.
+        let mut dirty = Vec::new();
+        for slot in slots
+            .iter()
+            .filter(|s| s.orig.is_some() || !s.more.is_empty())
+        {
+            let n_alive = slot.n_alive();
+            if n_alive > 1 {
+                let Some((m, p)) = slot.ident().map(|(m, p)| (*m.mask(), p)) else {
+                    continue;
+                };
+                let i = meta.find_or_add(&m);
+                for _ in 1..n_alive {
+                    meta.dec(i, p, &mut dirty);
+                }
+            }
+        }
+        debug_assert!(dirty.is_empty(), "a duplicate cannot change a maximum");
+        let any_pushed = pushed.iter().any(|(s, v)| slots[*s as usize].ver(*v).alive);
+        if removes.is_empty() && in_place.is_empty() && !any_pushed {
+            br.metas[usize::from(t)] = meta;
+            return Ok(());
+        }
+        let removes = removes.into_iter().map(|r| Op::Remove {
+            rule_match: r.payload().entry.flow_match,
+            priority: r.priority(),
+        });
+        let mut ranks = Ranker::new(&meta);
+        let in_place = in_place.into_iter().map(move |(o, rule)| {
+            let rule = rule.unwrap_or_else(|| {
+                let p = o.payload();
+                Arc::new(OfRule {
+                    entry: p.entry.clone(),
+                    table: t,
+                    created_ms: p.created_ms,
+                    counters: p.counters.clone(),
+                })
+            });
+            op(&mut ranks, rule, Some(&o))
+        });
+        let mut ranks = Ranker::new(&meta);
+        let added = pushed.into_iter().filter_map(move |(s, v)| {
+            let slot = &mut slots[s as usize];
+            let orig = slot.orig.clone();
+            let ver = slot.ver_mut(v);
+            if !ver.alive {
+                return None;
+            }
+            let keep = ver.keep_counts;
+            let mut rule = ver.rule.take()?;
+            if keep {
+                if let Some(o) = &orig {
+                    inherit(&mut rule, o);
+                }
+            }
+            Some(op(&mut ranks, rule, orig.as_ref()))
+        });
+        let res = br
+            .table_mut(t)
+            .commit_iter(removes.chain(in_place).chain(added))
+            .map_err(|e| SwitchError::Rule {
+                index: 0,
+                msg: e.to_string(),
+            });
+        meta.compact();
+        br.metas[usize::from(t)] = meta;
+        res.map(|_| ())
+    }
+}
+
+/// Classifier priorities of rules after a bundle, with the mask looked up last.
+struct Ranker<'a> {
+    meta: &'a TableMeta,
+    last: Option<u32>,
+}
+
+impl<'a> Ranker<'a> {
+    fn new(meta: &'a TableMeta) -> Self {
+        Ranker { meta, last: None }
+    }
+
+    fn class_priority(&mut self, m: &Match, priority: u16) -> u32 {
+        let masks = &self.meta.masks;
+        let i = match self.last {
+            Some(i) if masks[i as usize].key == *m.mask() => Some(i),
+            _ => self.meta.by_mask.get(m.mask()).copied(),
+        };
+        self.last = i;
+        let rank = i.and_then(|i| masks[i as usize].rank).unwrap_or(0);
+        (u32::from(priority) << 16) | u32::from(rank)
+    }
+}
+
+/// The operation that puts `rule` at its classifier priority: a modify if `orig` (the live
+/// rule of the same identity) stays at that priority, else an insert.
+fn op(ranks: &mut Ranker<'_>, rule: Arc<OfRule>, orig: Option<&LiveRule>) -> Op<Arc<OfRule>> {
+    let e = &rule.entry;
+    let priority = ranks.class_priority(&e.flow_match, e.priority);
+    let (rule_match, cookie) = (e.flow_match, e.cookie);
+    if orig.is_some_and(|o| o.priority() == priority) {
+        Op::Modify {
+            rule_match,
+            priority,
+            payload: rule,
+        }
+    } else {
+        Op::Insert {
+            rule_match,
+            priority,
+            cookie,
+            payload: rule,
+        }
+    }
+}
+
+/// A new version of a rule keeps the live rule's counters and age.
+fn inherit(rule: &mut Arc<OfRule>, from: &LiveRule) {
+    let r = Arc::get_mut(rule).expect("draft rules are unshared until applied");
+    r.created_ms = from.payload().created_ms;
+    r.counters = from.payload().counters.clone();
+}
+
+/// The drafts of one bundle.
+struct Drafts {
+    tables: Vec<Option<TableDraft>>,
+    /// Tables touched by the current flow_mod.
+    touched: Vec<u8>,
+}
+
+impl Drafts {
+    fn draft(&mut self, br: &Bridge, t: u8, capacity: usize) -> &mut TableDraft {
+        if !self.touched.contains(&t) {
+            self.touched.push(t);
+        }
+        self.tables[usize::from(t)]
+            .get_or_insert_with(|| TableDraft::new(t, br.metas[usize::from(t)].clone(), capacity))
+    }
+
+    fn has(&self, t: u8) -> bool {
+        self.tables[usize::from(t)].is_some()
+    }
+
+    /// Ends one flow_mod: OVS publishes it, updating its subtable order.
+    fn settle(&mut self) {
+        for t in self.touched.drain(..) {
+            if let Some(d) = self.tables[usize::from(t)].as_mut() {
+                let mut dirty = std::mem::take(&mut d.dirty);
+                d.meta.settle(&mut dirty);
+                d.dirty = dirty;
+            }
+        }
+    }
+}
+
+/// The flow_mod normalized into the rule an add makes.
+fn added(mut entry: FlowEntry, t: u8) -> FlowEntry {
+    entry.table = Some(t);
+    entry.cookie_mask = 0;
+    entry.out_port = OFPP_NONE;
+    entry
+}
+
+/// Applies `mods` to `br` as one bundle (see [`super::Switch::flow_mods`]).
+pub(super) fn flow_mods(
+    br: &mut Bridge,
+    mods: Vec<FlowMod>,
+    now: u64,
+) -> Result<FlowModOutcome, SwitchError> {
+    let n_mods = mods.len();
+    let mut ds = Drafts {
+        tables: (0..N_TABLES).map(|_| None).collect(),
+        touched: Vec::new(),
+    };
+    let mut out = FlowModOutcome::default();
+    {
+        let br: &Bridge = br;
+        for (index, fm) in mods.into_iter().enumerate() {
+            let capacity = n_mods - index;
+            check_flow(&fm.entry, index)?;
+            let e = &fm.entry;
+            match fm.command {
+                FlowModCommand::Add => {
+                    let t = match e.table {
+                        Some(t) if usize::from(t) >= N_TABLES => {
+                            return Err(SwitchError::BadTable(t))
+                        }
+                        _ => e.table_id(),
+                    };
+                    check_gotos(&e.actions, t)?;
+                    let cls = br.table(t);
+                    let d = ds.draft(br, t, capacity);
+                    if e.flags.contains(FlowFlags::CHECK_OVERLAP) && d.overlaps_any(cls, e) {
+                        return Err(SwitchError::Overlap {
+                            table: t,
+                            priority: e.priority,
+                        });
+                    }
+                    d.add(cls, added(fm.entry, t), now, true);
+                    out.n_added += 1;
+                }
+                FlowModCommand::Modify { strict } => {
+                    let mut n = 0;
+                    for t in tables_of(e.table) {
+                        let cls = br.table(t);
+                        if cls.is_none() && !ds.has(t) {
+                            continue;
+                        }
+                        n += ds.draft(br, t, 0).modify(cls, &fm, strict, now)?;
+                    }
+                    out.n_modified += n;
+                    if n == 0 && fm.modify_may_add {
+                        let t = e.table_id();
+                        check_gotos(&e.actions, t)?;
+                        let cls = br.table(t);
+                        ds.draft(br, t, capacity)
+                            .add(cls, added(fm.entry, t), now, false);
+                        out.n_added += 1;
+                    }
+                }
+                FlowModCommand::Delete { strict } => {
+                    for t in tables_of(e.table) {
+                        let cls = br.table(t);
+                        if cls.is_none() && !ds.has(t) {
+                            continue;
+                        }
+                        out.n_deleted += ds.draft(br, t, 0).delete(cls, &fm, strict);
+                    }
+                }
+            }
+            ds.settle();
+        }
+    }
+    // Check every new rule as the classifier will, so that the commits below cannot fail.
+    for d in ds.tables.iter().flatten() {
+        if let Some(msg) = d.first_invalid() {
+            return Err(SwitchError::Rule { index: 0, msg });
+        }
+    }
+    // Apply, per table: each rule's classifier priority is its OpenFlow priority above a
+    // rank that orders equal priorities as OVS's classifier does; a rule whose rank changed
+    // moves, keeping its counters.
+    for d in ds.tables.into_iter().flatten() {
+        d.apply(br)?;
+    }
+    Ok(out)
+}
+
+/// The tables a modify or delete with table `table` looks at.
+fn tables_of(table: Option<u8>) -> std::ops::RangeInclusive<u8> {
+    match table {
+        Some(t) if usize::from(t) < N_TABLES => t..=t,
+        _ => 0..=254,
+    }
+}
