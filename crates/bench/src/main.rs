@@ -171,6 +171,10 @@ fn datapath(args: &DatapathArgs) -> anyhow::Result<()> {
     if !args.json {
         print_header();
     }
+    // (system, ceiling source) pairs seen, and whether a forwarding thread was short of its
+    // core, for the notes under the table.
+    let mut sources: Vec<(String, String)> = Vec::new();
+    let mut contended = false;
     for p in &points {
         let pcap = pcap::ensure_pcap(&opts.pcap_dir, p)?;
         let mut ferrovs_res = None;
@@ -197,6 +201,15 @@ fn datapath(args: &DatapathArgs) -> anyhow::Result<()> {
                     }
                 }
             }
+            if let Ok(r) = &res {
+                if let Some(src) = &r.ceiling_source {
+                    let pair = (r.system.clone(), src.clone());
+                    if !sources.contains(&pair) {
+                        sources.push(pair);
+                    }
+                }
+                contended |= r.pmd_cpu_share.is_some_and(|s| s < CONTENDED_SHARE);
+            }
             let line = match &res {
                 Ok(r) => serde_json::to_value(r)?,
                 Err(e) => json!({
@@ -220,6 +233,9 @@ fn datapath(args: &DatapathArgs) -> anyhow::Result<()> {
     if let Some(mut o) = ovs.take() {
         o.shutdown()?;
     }
+    if !args.json {
+        print_notes(&sources, contended);
+    }
     Ok(())
 }
 
@@ -237,6 +253,28 @@ fn repeat(
 
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
+}
+
+/// A forwarding thread that got less of its core than this was contended.
+const CONTENDED_SHARE: f64 = 0.97;
+
+fn print_notes(sources: &[(String, String)], contended: bool) {
+    println!();
+    println!(
+        "Mpps: frames/s out of the sink port; ceiling: the same pcap replayed to null without \
+         a switch; %ceil = Mpps / ceiling; hits: share of packets per cache level; vs OVS = \
+         ferrovs Mpps / OVS-DPDK Mpps."
+    );
+    for (system, src) in sources {
+        println!("ceiling of {system}: {src}");
+    }
+    if contended {
+        println!(
+            "pmd% < {:.0}: the forwarding thread did not get its whole core (another process \
+             ran on it); those rates are low.",
+            CONTENDED_SHARE * 100.0
+        );
+    }
 }
 
 fn print_header() {

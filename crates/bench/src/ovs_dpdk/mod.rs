@@ -506,6 +506,12 @@ impl OvsDpdk {
                 r.extra
                     .insert("ceiling_cpu_share".into(), json!(c.cpu_share));
                 r.extra.insert("ceiling_windows".into(), json!(c.windows));
+                if let Some(share) = c.cpu_share.filter(|s| *s > 0.1) {
+                    r.extra.insert(
+                        "ceiling_mpps_per_core".into(),
+                        json!(round3(c.mpps / share)),
+                    );
+                }
             }
             Err(e) => {
                 eprintln!("ovs-dpdk: no ceiling for {point}: {e:#}");
@@ -645,6 +651,12 @@ impl OvsDpdk {
         r.mpps_max = r.mpps;
         r.seconds = round3(w.seconds);
         r.pmd_cpu_share = w.pmd_cpu_share;
+        // On a shared machine: the rate scaled to a whole core (an estimate; a busy-polling
+        // thread's packets are about proportional to the CPU time it gets).
+        if let Some(share) = w.pmd_cpu_share.filter(|s| *s > 0.1) {
+            r.extra
+                .insert("mpps_per_core".into(), json!(round3(w.tx_mpps / share)));
+        }
         r.cycles_per_pkt = pmd.get("avg cycles per packet").copied().unwrap_or(0.0);
         r.hits = hits_from_pmd_stats(&pmd);
         r.extra.insert("rx_mpps".into(), json!(round3(w.rx_mpps)));
