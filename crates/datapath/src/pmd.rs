@@ -250,6 +250,13 @@ pub struct Pmd {
     last_rank_ms: u64,
     sweep_cursor: usize,
     housekeeping_cycles: u64,
+    /// Heap bytes of the flows' action lists and rule lists (kept up to date).
+    flow_heap_bytes: u64,
+}
+
+/// Heap bytes a flow holds beside its slot.
+fn heap_bytes(f: &FlowData) -> u64 {
+    (f.actions.len() * std::mem::size_of::<DpAction>() + f.deps.rules.capacity() * 8) as u64
 }
 
 impl Pmd {
@@ -296,6 +303,7 @@ impl Pmd {
             last_rank_ms: dp.now_ms(),
             sweep_cursor: 0,
             housekeeping_cycles: hz_per_ms,
+            flow_heap_bytes: 0,
             dp,
         };
         pmd.refresh_ports();
@@ -315,15 +323,9 @@ impl Pmd {
         s.emc_sampling = self.emc.is_sampling();
         s.cache_bytes = (self.megaflows.memory()
             + self.emc.memory()
-            + self.flows.capacity() * std::mem::size_of::<Option<FlowData>>()
-            + self
-                .flows
-                .iter()
-                .flatten()
-                .map(|f| {
-                    f.actions.len() * std::mem::size_of::<DpAction>() + f.deps.rules.capacity() * 8
-                })
-                .sum::<usize>()) as u64;
+            + self.flows.capacity() * std::mem::size_of::<Option<FlowData>>())
+            as u64
+            + self.flow_heap_bytes;
     }
 
     /// The PMD's shared state.
@@ -362,6 +364,7 @@ impl Pmd {
         self.flows.clear();
         self.megaflows.clear();
         self.emc.clear();
+        self.flow_heap_bytes = 0;
     }
 
     fn refresh_ports(&mut self) {
@@ -516,6 +519,7 @@ impl Pmd {
     fn remove_flow(&mut self, id: FlowId) {
         if let Some(mut f) = self.flows.get_mut(id as usize).and_then(Option::take) {
             f.credit(self.now_ms);
+            self.flow_heap_bytes = self.flow_heap_bytes.saturating_sub(heap_bytes(&f));
         }
         self.megaflows.remove(id);
     }
@@ -651,7 +655,7 @@ impl Pmd {
         if self.flows.len() <= slot {
             self.flows.resize_with(slot + 1, || None);
         }
-        self.flows[slot] = Some(FlowData {
+        let f = FlowData {
             actions: t.actions.into_boxed_slice(),
             packets: 0,
             bytes: 0,
@@ -661,7 +665,9 @@ impl Pmd {
             bridge: t.bridge,
             of_in_port: t.of_in_port,
             deps: t.deps,
-        });
+        };
+        self.flow_heap_bytes += heap_bytes(&f);
+        self.flows[slot] = Some(f);
         Fate::Flow(id)
     }
 
@@ -719,7 +725,10 @@ impl Pmd {
                     if narrower && *t.actions == *f.actions {
                         if let Some(f) = self.flows.get_mut(id as usize).and_then(Option::as_mut) {
                             f.credit(self.now_ms);
+                            let old = heap_bytes(f);
                             f.deps = t.deps;
+                            self.flow_heap_bytes =
+                                self.flow_heap_bytes.saturating_sub(old) + heap_bytes(f);
                         }
                     } else {
                         self.remove_flow(id);

@@ -122,6 +122,7 @@ impl KeyField {
     }
 
     /// Mask of the field's bits inside its word (for fields of at most 64 bits).
+    #[inline(always)]
     const fn word_mask(self) -> u64 {
         if self.width >= 64 {
             u64::MAX
@@ -139,8 +140,9 @@ impl FlowKey {
         }
     }
 
-    /// Reads a field as an unsigned value.
-    #[inline]
+    /// Reads a field as an unsigned value. Always inlined: with a constant field (every
+    /// accessor) it folds to a shift and a mask, which extraction needs on its hot path.
+    #[inline(always)]
     pub fn get(&self, f: KeyField) -> u128 {
         let w = f.word as usize;
         if f.width > 64 {
@@ -150,8 +152,9 @@ impl FlowKey {
         }
     }
 
-    /// Writes a field; bits of `value` beyond the field's width are ignored.
-    #[inline]
+    /// Writes a field; bits of `value` beyond the field's width are ignored. Always inlined
+    /// (see [`FlowKey::get`]).
+    #[inline(always)]
     pub fn set(&mut self, f: KeyField, value: u128) {
         let w = f.word as usize;
         if f.width > 64 {
@@ -365,13 +368,13 @@ macro_rules! key_fields {
         impl FlowKey {
             $(
                 $(#[doc = $doc])*
-                #[inline]
+                #[inline(always)]
                 #[allow(clippy::cast_possible_truncation)]
                 pub fn $get(&self) -> $ty {
                     self.get(fields::$konst) as $ty
                 }
                 #[doc = concat!("Sets `", stringify!($get), "`.")]
-                #[inline]
+                #[inline(always)]
                 pub fn $set(&mut self, v: $ty) {
                     self.set(fields::$konst, u128::from(v));
                 }
