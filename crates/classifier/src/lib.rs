@@ -125,7 +125,7 @@ mod tests;
 use packet::key::{FlowKey, KeyField};
 pub use rule::{Rule, RuleStats, MAX_PREFIXES};
 pub use ruleset::RuleSet;
-pub use writer::{Batch, Classifier, MemoryStats, Op, Reader, Snapshot};
+pub use writer::{Batch, Classifier, MemoryStats, Op, Ops, Reader, Snapshot};
 
 /// A configured prefix field and the stage it belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

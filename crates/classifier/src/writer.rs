@@ -375,35 +375,6 @@ impl<T> Classifier<T> {
         Ok(out)
     }
 
-    /// [`Classifier::commit`] for operations made one at a time: no [`Batch`] is built (a
-    /// batch of 100,000 inserts holds 75 MB of matches). Each operation is checked as it
-    /// comes; on error the operations applied so far are undone, nothing is published, and
-    /// the error names the failing operation. Returns the number of operations.
-    pub fn commit_iter<I>(&mut self, ops: I) -> Result<usize, Error>
-    where
-        I: IntoIterator<Item = Op<T>>,
-    {
-        self.sync_spare();
-        let ops = ops.into_iter();
-        let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.size_hint().0);
-        let mut n = 0;
-        for (index, op) in ops.enumerate() {
-            let checked = match &op {
-                Op::Insert { rule_match, .. }
-                | Op::Modify { rule_match, .. }
-                | Op::Remove { rule_match, .. } => validate(rule_match),
-                Op::Clear => Ok(()),
-            };
-            if let Err(e) = checked.and_then(|()| self.apply_op(op, &mut applied, None)) {
-                self.roll_back(&applied);
-                return Err(e.at(index));
-            }
-            n += 1;
-        }
-        self.publish(applied);
-        Ok(n)
-    }
-
     /// Undoes `applied` on the spare (a failed batch).
     fn roll_back(&mut self, applied: &[Prim<T>]) {
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
@@ -472,27 +443,77 @@ impl<T> Classifier<T> {
         }
     }
 
-    fn make_rule(
-        &mut self,
-        m: &Match,
-        priority: u32,
-        seq: u64,
-        cookie: u64,
-        stats: Arc<RuleStats>,
-        payload: T,
-    ) -> Rule<T> {
+    /// Checks `m` (with `check`) and compiles it: the interned mask and the masked value
+    /// words.
+    fn prepare(&mut self, m: &Match, check: bool) -> Result<(Arc<Mask>, Values), Error> {
+        if check {
+            validate(m)?;
+        }
         let mask = self.intern(m.mask());
         let values = Values::new(m.value(), &mask);
-        Rule {
+        Ok((mask, values))
+    }
+
+    fn spare_mut(&mut self) -> &mut RuleSet<T> {
+        Arc::get_mut(&mut self.spare).expect("spare is synced and unshared")
+    }
+
+    fn prim_insert(
+        &mut self,
+        (mask, values): (Arc<Mask>, Values),
+        priority: u32,
+        cookie: u64,
+        payload: T,
+    ) -> Prim<T> {
+        let seq = self.next_seq;
+        let probe = Rule {
             rank: rank(priority, seq),
             priority,
             seq,
             cookie,
             mask,
             values,
-            stats,
+            stats: Arc::default(),
             payload,
+        };
+        let old = self
+            .spare_mut()
+            .find_exact(&probe.mask, probe.values.as_slice(), priority)
+            .cloned();
+        match old {
+            Some(old) => {
+                let new = Arc::new(Rule {
+                    rank: old.rank,
+                    seq: old.seq,
+                    ..probe
+                });
+                Prim::Replace { old, new }
+            }
+            None => {
+                self.next_seq += 1;
+                Prim::Insert(Arc::new(probe))
+            }
         }
+    }
+
+    fn prim_modify(
+        &mut self,
+        (mask, values): (Arc<Mask>, Values),
+        priority: u32,
+        payload: T,
+    ) -> Result<Prim<T>, Error> {
+        let old = self.find_existing(&mask, &values, priority)?;
+        let new = Arc::new(Rule {
+            rank: old.rank,
+            priority,
+            seq: old.seq,
+            cookie: old.cookie,
+            mask: old.mask.clone(),
+            values: old.values.clone(),
+            stats: old.stats.clone(),
+            payload,
+        });
+        Ok(Prim::Replace { old, new })
     }
 
     fn apply_op(
@@ -508,52 +529,26 @@ impl<T> Classifier<T> {
                 cookie,
                 payload,
             } => {
-                let seq = self.next_seq;
-                let probe =
-                    self.make_rule(&rule_match, priority, seq, cookie, Arc::default(), payload);
-                let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
-                match spare
-                    .find_exact(&probe.mask, probe.values.as_slice(), priority)
-                    .cloned()
-                {
-                    Some(old) => {
-                        let new = Arc::new(Rule {
-                            rank: old.rank,
-                            seq: old.seq,
-                            ..probe
-                        });
-                        Prim::Replace { old, new }
-                    }
-                    None => {
-                        self.next_seq += 1;
-                        Prim::Insert(Arc::new(probe))
-                    }
-                }
+                let mv = self.prepare(&rule_match, false)?;
+                self.prim_insert(mv, priority, cookie, payload)
             }
             Op::Modify {
                 rule_match,
                 priority,
                 payload,
             } => {
-                let old = self.find_existing(&rule_match, priority)?;
-                let new = Arc::new(Rule {
-                    rank: old.rank,
-                    priority,
-                    seq: old.seq,
-                    cookie: old.cookie,
-                    mask: old.mask.clone(),
-                    values: old.values.clone(),
-                    stats: old.stats.clone(),
-                    payload,
-                });
-                Prim::Replace { old, new }
+                let mv = self.prepare(&rule_match, false)?;
+                self.prim_modify(mv, priority, payload)?
             }
             Op::Remove {
                 rule_match,
                 priority,
-            } => Prim::Remove(self.find_existing(&rule_match, priority)?),
+            } => {
+                let (mask, values) = self.prepare(&rule_match, false)?;
+                Prim::Remove(self.find_existing(&mask, &values, priority)?)
+            }
             Op::Clear => {
-                let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
+                let spare = self.spare_mut();
                 let all: Vec<Arc<Rule<T>>> = spare.rules().cloned().collect();
                 for r in all {
                     let p = Prim::Remove(r);
@@ -563,8 +558,7 @@ impl<T> Classifier<T> {
                 return Ok(());
             }
         };
-        let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
-        spare.apply(&prim);
+        self.spare_mut().apply(&prim);
         if let Some(out) = out {
             out.push(match &prim {
                 Prim::Insert(r) | Prim::Remove(r) => r.clone(),
@@ -575,14 +569,176 @@ impl<T> Classifier<T> {
         Ok(())
     }
 
-    fn find_existing(&mut self, m: &Match, priority: u32) -> Result<Arc<Rule<T>>, Error> {
-        let mask = self.intern(m.mask());
-        let values = Values::new(m.value(), &mask);
-        let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
-        spare
-            .find_exact(&mask, values.as_slice(), priority)
+    fn find_existing(
+        &mut self,
+        mask: &Arc<Mask>,
+        values: &Values,
+        priority: u32,
+    ) -> Result<Arc<Rule<T>>, Error> {
+        self.spare_mut()
+            .find_exact(mask, values.as_slice(), priority)
             .cloned()
             .ok_or(Error::NotFound { priority })
+    }
+
+    /// Applies the operations `f` gives to an [`Ops`] atomically, and publishes them:
+    /// [`Classifier::commit`] without a [`Batch`] (a batch of 100,000 inserts holds 75 MB of
+    /// matches, copied several times on their way in). `Ops::insert_by` and `Ops::modify_by`
+    /// take the match from the payload itself. Each operation is checked as it comes; after
+    /// the first error the others are ignored, the operations applied are undone, nothing
+    /// is published, and the error names the failing operation. Returns the number of
+    /// operations.
+    pub fn commit_with<F>(&mut self, f: F) -> Result<usize, Error>
+    where
+        F: FnOnce(&mut Ops<'_, T>),
+    {
+        self.commit_ops(true, f)
+    }
+
+    /// [`Classifier::commit_with`] for operations whose matches the caller has checked
+    /// already (mask bits and prerequisites, as [`Batch`] operations are checked): they are
+    /// not checked again. An unchecked bad match is stored as it is; it never panics.
+    pub fn commit_with_unchecked<F>(&mut self, f: F) -> Result<usize, Error>
+    where
+        F: FnOnce(&mut Ops<'_, T>),
+    {
+        self.commit_ops(false, f)
+    }
+
+    fn commit_ops<F>(&mut self, check: bool, f: F) -> Result<usize, Error>
+    where
+        F: FnOnce(&mut Ops<'_, T>),
+    {
+        self.sync_spare();
+        let mut ops = Ops {
+            cls: self,
+            applied: Vec::new(),
+            n: 0,
+            failed: None,
+            check,
+        };
+        f(&mut ops);
+        let Ops {
+            applied, n, failed, ..
+        } = ops;
+        match failed {
+            Some(e) => {
+                self.roll_back(&applied);
+                Err(e.at(n))
+            }
+            None => {
+                self.publish(applied);
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// The operations of one [`Classifier::commit_with`], applied as they come. Each returns
+/// false if this or an earlier operation failed (the commit then fails as a whole).
+pub struct Ops<'a, T> {
+    cls: &'a mut Classifier<T>,
+    applied: Vec<Prim<T>>,
+    n: usize,
+    failed: Option<Error>,
+    check: bool,
+}
+
+impl<T> std::fmt::Debug for Ops<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ops")
+            .field("n", &self.n)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Ops<'_, T> {
+    /// Room for `n` more operations.
+    pub fn reserve(&mut self, n: usize) {
+        self.applied.reserve(n);
+    }
+
+    fn done(&mut self, r: Result<Prim<T>, Error>) -> bool {
+        match r {
+            Ok(prim) => {
+                self.cls.spare_mut().apply(&prim);
+                self.applied.push(prim);
+                self.n += 1;
+                true
+            }
+            Err(e) => {
+                self.failed = Some(e);
+                false
+            }
+        }
+    }
+
+    /// [`Op::Insert`].
+    pub fn insert(&mut self, rule_match: &Match, priority: u32, cookie: u64, payload: T) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        let r = self
+            .cls
+            .prepare(rule_match, self.check)
+            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload));
+        self.done(r)
+    }
+
+    /// [`Op::Insert`] of a payload that holds its match (`key` finds it).
+    pub fn insert_by<K>(&mut self, priority: u32, cookie: u64, payload: T, key: K) -> bool
+    where
+        K: FnOnce(&T) -> &Match,
+    {
+        if self.failed.is_some() {
+            return false;
+        }
+        let r = self
+            .cls
+            .prepare(key(&payload), self.check)
+            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload));
+        self.done(r)
+    }
+
+    /// [`Op::Modify`].
+    pub fn modify(&mut self, rule_match: &Match, priority: u32, payload: T) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        let r = self
+            .cls
+            .prepare(rule_match, self.check)
+            .and_then(|mv| self.cls.prim_modify(mv, priority, payload));
+        self.done(r)
+    }
+
+    /// [`Op::Modify`] of a payload that holds its match (`key` finds it).
+    pub fn modify_by<K>(&mut self, priority: u32, payload: T, key: K) -> bool
+    where
+        K: FnOnce(&T) -> &Match,
+    {
+        if self.failed.is_some() {
+            return false;
+        }
+        let r = self
+            .cls
+            .prepare(key(&payload), self.check)
+            .and_then(|mv| self.cls.prim_modify(mv, priority, payload));
+        self.done(r)
+    }
+
+    /// [`Op::Remove`].
+    pub fn remove(&mut self, rule_match: &Match, priority: u32) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        let r = self
+            .cls
+            .prepare(rule_match, self.check)
+            .and_then(|(mask, values)| self.cls.find_existing(&mask, &values, priority))
+            .map(Prim::Remove);
+        self.done(r)
     }
 }
 

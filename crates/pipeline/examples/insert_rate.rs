@@ -13,7 +13,7 @@
 //! rules/s over `--reps` fresh switches, the slowest single call, and (with `--reader`) the
 //! lookups/s of a thread looking up established flows in table 0 before and during the load.
 //! `--max-secs S` stops a repetition after S seconds and reports the rate over what was done
-//! (for old, quadratic code).
+//! (for old, quadratic code). `--leak` never frees the switches (for profiles).
 
 #![allow(missing_docs)]
 
@@ -31,6 +31,7 @@ struct Args {
     reps: usize,
     max_secs: f64,
     reader: bool,
+    leak: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -40,6 +41,7 @@ fn parse_args() -> Result<Args, String> {
         reps: 3,
         max_secs: 60.0,
         reader: false,
+        leak: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -55,6 +57,7 @@ fn parse_args() -> Result<Args, String> {
                     .collect::<Result<_, _>>()?
             }
             "--reader" => a.reader = true,
+            "--leak" => a.leak = true,
             _ => return Err(format!("unknown argument {k}")),
         }
     }
@@ -220,6 +223,10 @@ fn run(entries: &[openflow::flow::FlowEntry], batch: usize, a: &Args) -> Point {
         .and_then(|b| b.table(0))
         .map_or(0, |t| t.len());
     assert_eq!(n_rules, 1004 + n_done, "every rule went in");
+    if a.leak {
+        // For profiles of the load alone: the switch's teardown never runs.
+        std::mem::forget(sw);
+    }
     Point {
         secs,
         cpu_secs,

@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, OnceLock};
 
-use classifier::{Op, Rule};
+use classifier::{Ops, Rule};
 use openflow::flow::{FlowEntry, FlowFlags};
 use openflow::ofctl::value::OFPP_NONE;
 use openflow::Match;
@@ -345,10 +345,10 @@ struct Ver {
 
 impl Ver {
     /// A version of `rule`; `check` validates its match (a live rule's was validated).
-    fn new(rule: OfRule, keep_counts: bool, check: bool) -> Ver {
+    fn new(rule: Arc<OfRule>, keep_counts: bool, check: bool) -> Ver {
         let invalid = check && validate_match(&rule.entry.flow_match).is_err();
         Ver {
-            rule: Some(Arc::new(rule)),
+            rule: Some(rule),
             keep_counts,
             alive: true,
             invalid,
@@ -561,20 +561,25 @@ impl TableDraft {
         }
     }
 
-    /// Adds `entry` (already normalized); with `replace`, every rule of the same identity
-    /// goes first (an add), else they stay (a modify that adds).
-    fn add(&mut self, cls: Option<&OfTable>, entry: FlowEntry, now: u64, replace: bool) {
-        let (m, p) = (entry.flow_match, entry.priority);
-        let s = self.slot(cls, &m, p, true).expect("made on demand");
+    /// Adds the flow of `fm` as the rule an add makes; with `replace`, every rule of the
+    /// same identity goes first (an add), else they stay (a modify that adds).
+    fn add(&mut self, cls: Option<&OfTable>, fm: FlowMod, now: u64, replace: bool) {
+        // The flow goes to its final place at once (it is large), then is normalized there.
+        let mut rule = Arc::new(OfRule::new(fm.entry, self.table, now));
+        let e = &mut Arc::get_mut(&mut rule)
+            .expect("a rule just made is unshared")
+            .entry;
+        e.table = Some(self.table);
+        e.cookie_mask = 0;
+        e.out_port = OFPP_NONE;
+        let (m, p) = (&rule.entry.flow_match, rule.entry.priority);
+        let s = self.slot(cls, m, p, true).expect("made on demand");
         if replace {
             let slot = &mut self.slots[s as usize];
             let mut n_killed = 0;
-            match slot.in_place {
-                InPlace::Untouched if slot.orig.is_some() => {
-                    slot.in_place = InPlace::Dead;
-                    n_killed += 1;
-                }
-                _ => {}
+            if slot.in_place == InPlace::Untouched && slot.orig.is_some() {
+                slot.in_place = InPlace::Dead;
+                n_killed += 1;
             }
             for v in 0..slot.n_vers() {
                 let ver = slot.ver_mut(v);
@@ -585,14 +590,14 @@ impl TableDraft {
                 }
             }
             for _ in 0..n_killed {
-                self.count(&m, p, false);
+                self.count(m, p, false);
             }
         }
-        let ver = Ver::new(OfRule::new(entry, self.table, now), false, true);
+        self.count(m, p, true);
+        let ver = Ver::new(rule, false, true);
         self.n_invalid += usize::from(ver.invalid);
         let v = self.slots[s as usize].push(ver);
         self.pushed.push((s, v));
-        self.count(&m, p, true);
     }
 
     /// The rules of the draft that `fm` selects.
@@ -691,8 +696,11 @@ impl TableDraft {
                                 .expect("an untouched slot has a live rule");
                             let mut entry = o.payload().entry.clone();
                             change(&mut entry);
-                            let ver =
-                                Ver::new(OfRule::new(entry, self.table, now), keep_counts, false);
+                            let ver = Ver::new(
+                                Arc::new(OfRule::new(entry, self.table, now)),
+                                keep_counts,
+                                false,
+                            );
                             let v = slot.push(ver);
                             slot.in_place = InPlace::Draft(v);
                             continue;
@@ -918,43 +926,53 @@ impl TableDraft {
             br.metas[usize::from(t)] = meta;
             return Ok(());
         }
-        let removes = removes.into_iter().map(|r| Op::Remove {
-            rule_match: r.payload().entry.flow_match,
-            priority: r.priority(),
-        });
-        let mut ranks = Ranker::new(&meta);
-        let in_place = in_place.into_iter().map(move |(o, rule)| {
-            let rule = rule.unwrap_or_else(|| {
-                let p = o.payload();
-                Arc::new(OfRule {
-                    entry: p.entry.clone(),
-                    table: t,
-                    created_ms: p.created_ms,
-                    counters: p.counters.clone(),
-                })
-            });
-            op(&mut ranks, rule, Some(&o))
-        });
-        let mut ranks = Ranker::new(&meta);
-        let added = pushed.into_iter().filter_map(move |(s, v)| {
-            let slot = &mut slots[s as usize];
-            let orig = slot.orig.clone();
-            let ver = slot.ver_mut(v);
-            if !ver.alive {
-                return None;
-            }
-            let keep = ver.keep_counts;
-            let mut rule = ver.rule.take()?;
-            if keep {
-                if let Some(o) = &orig {
-                    inherit(&mut rule, o);
-                }
-            }
-            Some(op(&mut ranks, rule, orig.as_ref()))
-        });
+        // The rules were checked (the live ones when they were added, the others by
+        // `first_invalid`): the classifier need not check them again.
+        let n_ops = removes.len() + in_place.len() + pushed.len();
         let res = br
             .table_mut(t)
-            .commit_iter(removes.chain(in_place).chain(added))
+            .commit_with_unchecked(|ops| {
+                ops.reserve(n_ops);
+                for r in &removes {
+                    if !ops.remove(&r.payload().entry.flow_match, r.priority()) {
+                        return;
+                    }
+                }
+                let mut ranks = Ranker::new(&meta);
+                for (o, rule) in in_place {
+                    let rule = rule.unwrap_or_else(|| {
+                        let p = o.payload();
+                        Arc::new(OfRule {
+                            entry: p.entry.clone(),
+                            table: t,
+                            created_ms: p.created_ms,
+                            counters: p.counters.clone(),
+                        })
+                    });
+                    if !put(ops, &mut ranks, rule, Some(&o)) {
+                        return;
+                    }
+                }
+                for (s, v) in pushed {
+                    let slot = &mut slots[s as usize];
+                    let ver = slot.ver_mut(v);
+                    if !ver.alive {
+                        continue;
+                    }
+                    let keep = ver.keep_counts;
+                    let Some(mut rule) = ver.rule.take() else {
+                        continue;
+                    };
+                    if keep {
+                        if let Some(o) = &slot.orig {
+                            inherit(&mut rule, o);
+                        }
+                    }
+                    if !put(ops, &mut ranks, rule, slot.orig.as_ref()) {
+                        return;
+                    }
+                }
+            })
             .map_err(|e| SwitchError::Rule {
                 index: 0,
                 msg: e.to_string(),
@@ -988,25 +1006,24 @@ impl<'a> Ranker<'a> {
     }
 }
 
-/// The operation that puts `rule` at its classifier priority: a modify if `orig` (the live
-/// rule of the same identity) stays at that priority, else an insert.
-fn op(ranks: &mut Ranker<'_>, rule: Arc<OfRule>, orig: Option<&LiveRule>) -> Op<Arc<OfRule>> {
+/// Puts `rule` at its classifier priority: a modify if `orig` (the live rule of the same
+/// identity) stays at that priority, else an insert. False if the commit failed.
+fn put(
+    ops: &mut Ops<'_, Arc<OfRule>>,
+    ranks: &mut Ranker<'_>,
+    rule: Arc<OfRule>,
+    orig: Option<&LiveRule>,
+) -> bool {
+    fn key(r: &Arc<OfRule>) -> &Match {
+        &r.entry.flow_match
+    }
     let e = &rule.entry;
     let priority = ranks.class_priority(&e.flow_match, e.priority);
-    let (rule_match, cookie) = (e.flow_match, e.cookie);
     if orig.is_some_and(|o| o.priority() == priority) {
-        Op::Modify {
-            rule_match,
-            priority,
-            payload: rule,
-        }
+        ops.modify_by(priority, rule, key)
     } else {
-        Op::Insert {
-            rule_match,
-            priority,
-            cookie,
-            payload: rule,
-        }
+        let cookie = e.cookie;
+        ops.insert_by(priority, cookie, rule, key)
     }
 }
 
@@ -1049,14 +1066,6 @@ impl Drafts {
     }
 }
 
-/// The flow_mod normalized into the rule an add makes.
-fn added(mut entry: FlowEntry, t: u8) -> FlowEntry {
-    entry.table = Some(t);
-    entry.cookie_mask = 0;
-    entry.out_port = OFPP_NONE;
-    entry
-}
-
 /// Applies `mods` to `br` as one bundle (see [`super::Switch::flow_mods`]).
 pub(super) fn flow_mods(
     br: &mut Bridge,
@@ -1092,7 +1101,7 @@ pub(super) fn flow_mods(
                             priority: e.priority,
                         });
                     }
-                    d.add(cls, added(fm.entry, t), now, true);
+                    d.add(cls, fm, now, true);
                     out.n_added += 1;
                 }
                 FlowModCommand::Modify { strict } => {
@@ -1109,8 +1118,7 @@ pub(super) fn flow_mods(
                         let t = e.table_id();
                         check_gotos(&e.actions, t)?;
                         let cls = br.table(t);
-                        ds.draft(br, t, capacity)
-                            .add(cls, added(fm.entry, t), now, false);
+                        ds.draft(br, t, capacity).add(cls, fm, now, false);
                         out.n_added += 1;
                     }
                 }
