@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod ferrovs;
+pub mod insert;
 pub mod ovs_dpdk;
 pub mod pcap;
 pub mod point;
