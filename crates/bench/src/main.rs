@@ -39,7 +39,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// pcap replay -> bridge -> null on one PMD core, the OVS-DPDK peer matrix.
-    Datapath(DatapathArgs),
+    Datapath(Box<DatapathArgs>),
     /// Stop the private OVS-DPDK of an interrupted run and give back its hugepages.
     OvsCleanup {
         /// Root directory of the private OVS-DPDK.
@@ -101,6 +101,10 @@ struct DatapathArgs {
     /// Do not apt-get install missing OVS-DPDK packages.
     #[arg(long)]
     no_install: bool,
+    /// How OVS-DPDK's replay -> null ceiling is measured: `testpmd` (DPDK's own forwarding
+    /// of the same pcap, no switch) or `single` (OVS with the `single` rule set).
+    #[arg(long, default_value = "testpmd", value_parser = ["testpmd", "single"])]
+    ovs_ceiling: String,
 }
 
 fn parse_flows_list(s: &str) -> Result<u32, point::FilterError> {
@@ -158,6 +162,8 @@ fn datapath(args: &DatapathArgs) -> anyhow::Result<()> {
         cfg.lcore = usize::from(args.pmd_core == 0);
         cfg.other_config.clone_from(&args.ovs_other_config);
         cfg.install = !args.no_install;
+        cfg.testpmd_ceiling = args.ovs_ceiling == "testpmd";
+        cfg.cleanup_exe = std::env::current_exe().ok();
         if let Some(mb) = args.ovs_socket_mem {
             cfg.socket_mem_mb = mb;
             cfg.hugepages = mb / 2 + 64;

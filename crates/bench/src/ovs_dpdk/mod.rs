@@ -76,6 +76,8 @@ const TUNABLES: [&str; 6] = [
     "max-revalidator",
     "min-revalidate-pps",
 ];
+/// The file naming the pid of the run that owns a root.
+const OWNER_FILE: &str = "owner.pid";
 const NR_HUGEPAGES: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
 /// Seconds between warm-up samples; relative spread of the last three rates that counts as
 /// stable; PMD CPU share below which a window counts as contended; windows tried.
@@ -117,6 +119,11 @@ pub struct OvsConfig {
     pub other_config: Vec<String>,
     /// Install missing packages with apt-get.
     pub install: bool,
+    /// Measure the ceiling with dpdk-testpmd (else with OVS's own `single` rule set).
+    pub testpmd_ceiling: bool,
+    /// `ferrovs-bench` itself: if set, a watchdog (`setsid`, so Ctrl-C does not reach it)
+    /// runs `<exe> ovs-cleanup --ovs-root <root>` when this process dies without cleaning up.
+    pub cleanup_exe: Option<PathBuf>,
 }
 
 impl OvsConfig {
@@ -133,6 +140,8 @@ impl OvsConfig {
             hugepages: socket_mem_mb / 2 + 64,
             other_config: Vec::new(),
             install: true,
+            testpmd_ceiling: true,
+            cleanup_exe: None,
         }
     }
 }
@@ -255,9 +264,18 @@ impl OvsDpdk {
             bail!("--with-ovs needs root (hugepages, mount, network namespace)");
         }
         ensure_packages(cfg.install)?;
+        fs::create_dir_all(&cfg.root)
+            .with_context(|| format!("creating {}", cfg.root.display()))?;
+        // Claim the root first, so that the watchdog of an earlier run leaves it alone.
+        let owner = cfg.root.join(OWNER_FILE);
+        fs::write(&owner, std::process::id().to_string())
+            .with_context(|| format!("writing {}", owner.display()))?;
         cleanup(&cfg.root)?;
         for (_, d) in dirs(&cfg.root) {
             fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        if let Some(exe) = &cfg.cleanup_exe {
+            start_watchdog(&cfg.root, exe)?;
         }
         for d in ["huge", "rules", "raw"] {
             let d = cfg.root.join(d);
@@ -729,12 +747,22 @@ impl OvsDpdk {
         if let Some(c) = self.ceilings.get(&key) {
             return Ok(c.clone());
         }
-        let c = match self.testpmd_ceiling(point, opts, pcap) {
-            Ok(c) => c,
-            Err(e) => {
-                // Fallback: OVS's own `single` rule set, served by the PMD's simple-match
-                // path (no EMC, SMC or dpcls), is the closest OVS gets to replay -> null.
+        let tried = if self.cfg.testpmd_ceiling {
+            self.testpmd_ceiling(point, opts, pcap).map_err(|e| {
                 eprintln!("ovs-dpdk: testpmd ceiling failed ({e:#}); using OVS's `single`");
+                format!(
+                    "testpmd failed: {}",
+                    format!("{e:#}").lines().next().unwrap_or("")
+                )
+            })
+        } else {
+            Err("--ovs-ceiling single".to_owned())
+        };
+        let c = match tried {
+            Ok(c) => c,
+            Err(why) => {
+                // OVS's own `single` rule set, served by the PMD's simple-match path (no EMC,
+                // SMC or dpcls), is the closest OVS gets to replay -> null.
                 let single = Point {
                     ruleset: crate::point::Ruleset::Single,
                     ..*point
@@ -744,10 +772,7 @@ impl OvsDpdk {
                 let r = res?;
                 Ceiling {
                     mpps: r.mpps,
-                    source: format!(
-                        "ovs-dpdk `single` rule set (simple-match path; testpmd failed: {})",
-                        format!("{e:#}").lines().next().unwrap_or("")
-                    ),
+                    source: format!("ovs-dpdk `single` rule set (simple-match path; {why})"),
                     cpu_share: r.pmd_cpu_share,
                     windows: vec![(r.mpps, r.pmd_cpu_share)],
                 }
@@ -927,7 +952,35 @@ impl Drop for OvsDpdk {
         if let Err(e) = cleanup(self.root()) {
             eprintln!("ovs-dpdk: cleanup: {e:#}");
         }
+        // Cleaned up: the watchdog has nothing left to do.
+        let _ = fs::remove_file(self.root().join(OWNER_FILE));
     }
+}
+
+/// Starts the watchdog of [`OvsConfig::cleanup_exe`]: a shell in a session of its own that
+/// polls this process every second and, once it is gone while `owner.pid` still names it,
+/// runs `ovs-cleanup` (which is safe to run twice).
+fn start_watchdog(root: &Path, exe: &Path) -> anyhow::Result<()> {
+    const SCRIPT: &str = "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; \
+        [ \"$(cat \"$2/owner.pid\" 2>/dev/null)\" = \"$1\" ] && \
+        exec \"$3\" ovs-cleanup --ovs-root \"$2\"";
+    let log_path = root.join("watchdog.log");
+    let log =
+        fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let status = Command::new("setsid")
+        .args(["-f", "sh", "-c", SCRIPT, "ferrovs-bench-watchdog"])
+        .arg(std::process::id().to_string())
+        .arg(root)
+        .arg(exe)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().context("watchdog log")?)
+        .stderr(log)
+        .status()
+        .context("starting the cleanup watchdog (setsid)")?;
+    if !status.success() {
+        bail!("setsid for the cleanup watchdog failed: {status}");
+    }
+    Ok(())
 }
 
 /// What [`OvsDpdk::read_testpmd`] measured.
