@@ -530,3 +530,75 @@ proptest! {
         }
     }
 }
+
+/// A translator whose megaflows match the IPv4 source exactly: every new source is a miss.
+#[derive(Debug)]
+struct PerSource;
+
+impl Upcall for PerSource {
+    fn translate(&self, _req: &UpcallRequest<'_>) -> Result<Translation, UpcallError> {
+        let mut mask = FlowKey::default();
+        for f in [fields::IN_PORT, fields::DL_TYPE, fields::NW_SRC] {
+            mask.set(f, u128::MAX);
+        }
+        Ok(Translation {
+            actions: vec![DpAction::Output(2)],
+            mask,
+            bridge: Arc::from("br0"),
+            of_in_port: 1,
+            deps: XlateDeps::default(),
+        })
+    }
+}
+
+#[test]
+fn a_storm_of_new_flows_costs_counted_drops_not_established_packets() {
+    let dp = Datapath::new(Arc::new(PerSource));
+    let (p1, p2) = (mem("p1"), mem("p2"));
+    for (n, p) in [(1, &p1), (2, &p2)] {
+        dp.add_port(DpPort {
+            dp_port: n,
+            netdev: p.clone(),
+            vlan_limit: 1,
+        });
+    }
+    let mut pmd = Pmd::new(
+        dp,
+        0,
+        1,
+        PmdConfig {
+            upcall_rate: 0,
+            upcall_burst: 10,
+            ..PmdConfig::default()
+        },
+    );
+    // The established flow.
+    p1.inject(0, &udp(1, 1, 64));
+    pmd.run_once();
+    // A storm of 1,000 new sources with the established flow's packets in between.
+    let mut established = 0;
+    for i in 0..1000u32 {
+        p1.inject(0, &udp(1000 + i, 1, 64));
+        if i % 10 == 0 {
+            p1.inject(0, &udp(1, 1, 64));
+            established += 1;
+        }
+        if p1.rx_pending(0) >= 32 {
+            pmd.run_once();
+        }
+    }
+    while p1.rx_pending(0) > 0 {
+        pmd.run_once();
+    }
+    let s = pmd.stats();
+    let sent = p2.take_all_tx();
+    let from_established = sent.iter().filter(|f| f[26..30] == [0, 0, 0, 1]).count();
+    assert_eq!(
+        from_established,
+        established + 1,
+        "every established packet went through"
+    );
+    assert_eq!(s.upcalls, 10, "the burst allowance, then no more");
+    assert_eq!(s.drops.get(DropReason::UpcallLimit), 1000 - 9);
+    assert_eq!(s.drops.total(), 1000 - 9);
+}
