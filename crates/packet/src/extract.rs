@@ -238,10 +238,12 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    #[inline(always)]
     fn remaining(&self) -> usize {
         self.end.saturating_sub(self.pos)
     }
 
+    #[inline(always)]
     fn bytes(&self, at: usize, len: usize) -> Option<&[u8]> {
         let start = self.pos.checked_add(at)?;
         let stop = start.checked_add(len)?;
@@ -251,19 +253,23 @@ impl Cursor<'_> {
         self.data.get(start..stop)
     }
 
+    #[inline(always)]
     fn u8(&self, at: usize) -> Option<u8> {
         self.bytes(at, 1).map(|b| b[0])
     }
 
+    #[inline(always)]
     fn u16(&self, at: usize) -> Option<u16> {
         self.bytes(at, 2).map(|b| u16::from_be_bytes([b[0], b[1]]))
     }
 
+    #[inline(always)]
     fn u32(&self, at: usize) -> Option<u32> {
         self.bytes(at, 4)
             .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline(always)]
     fn u128(&self, at: usize) -> Option<u128> {
         let b = self.bytes(at, 16)?;
         let mut a = [0u8; 16];
@@ -271,12 +277,14 @@ impl Cursor<'_> {
         Some(u128::from_be_bytes(a))
     }
 
+    #[inline(always)]
     fn mac(&self, at: usize) -> Option<u64> {
         self.bytes(at, 6)
             .map(|b| b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x)))
     }
 
     /// Advances by `len` if that many bytes remain.
+    #[inline(always)]
     fn try_pull(&mut self, len: usize) -> bool {
         if len <= self.remaining() {
             self.pos += len;
@@ -343,6 +351,7 @@ pub fn extract(data: &[u8], key: &mut FlowKey) -> ExtractInfo {
 
 /// Ethernet, VLAN tags and the ethertype (OVS `parse_vlan`, `parse_ethertype`). Returns
 /// `None` if the frame is shorter than an Ethernet header.
+#[inline]
 fn parse_l2(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> Option<u16> {
     if c.remaining() < ETH_HEADER_LEN {
         info.set_stop(0, StopReason::Truncated);
@@ -421,6 +430,7 @@ fn parse_mpls(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
 
 /// IPv4 (RFC 791 § 3.1) with OVS's `ipv4_sanity_check`. Returns the protocol and fragment
 /// bits, with the cursor on the L4 header and its end at the packet's total length.
+#[inline]
 fn parse_ipv4(c: &mut Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) -> Option<(u8, u8)> {
     let size = c.remaining();
     if size < IPV4_HEADER_LEN {
@@ -586,6 +596,7 @@ fn parse_arp(c: &Cursor<'_>, key: &mut FlowKey, info: &mut ExtractInfo) {
 }
 
 /// The L4 header chosen by `proto`, within the IP payload.
+#[inline]
 fn parse_l4(c: &mut Cursor<'_>, proto: u8, key: &mut FlowKey, info: &mut ExtractInfo) {
     let size = c.remaining();
     let need = match proto {
