@@ -209,7 +209,8 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Installs the missing packages (see [`PACKAGES`]); keeps Debian from starting services while
+/// Installs the missing packages (`openvswitch-switch-dpdk`, `librte-net-pcap23`,
+/// `librte-net-null23`, `dpdk-dev`); keeps Debian from starting services while
 /// apt runs by a temporary `/usr/sbin/policy-rc.d` (only if the machine has none).
 pub fn ensure_packages(install: bool) -> anyhow::Result<()> {
     let missing: Vec<&str> = PACKAGES
