@@ -571,7 +571,10 @@ impl Pmd {
             m.set_offsets(&info);
             m.in_port = dp_port;
             k.set_in_port(dp_port);
-            normalize_key(k, vlan_limit);
+            // Untagged frames are normal already (extraction leaves the tag fields zero).
+            if k.vlan_tci() != 0 || k.vlan_tpid() != 0 {
+                normalize_key(k, vlan_limit);
+            }
         }
         self.stats.packets += n as u64;
         let mut found: [Option<FlowId>; BATCH_SIZE] = [None; BATCH_SIZE];
@@ -882,7 +885,7 @@ fn execute(
     }
 }
 
-#[inline]
+#[inline(always)]
 fn send(tx: &mut [Option<TxSlot>], port: u32, pkt: Packet, stats: &mut PmdStats) {
     match tx.get_mut(port as usize) {
         Some(Some(slot)) => {
