@@ -612,6 +612,37 @@ impl Pmd {
             };
         }
         let now = self.now_ms;
+        // Count every cached packet on its flow, and see whether the whole batch goes to one
+        // port by single-output flows: then it is handed to that port's tx batch at once.
+        let mut uniform = n == batch.len();
+        let mut out_port = NOT_SINGLE;
+        for (i, pkt) in batch.packets().iter().enumerate().take(n) {
+            match self.fates[i] {
+                Fate::Flow(id) => {
+                    if let Some(h) = self.hot.get_mut(id as usize) {
+                        h.packets += 1;
+                        h.bytes += pkt.len() as u64;
+                        h.used_ms = now;
+                        if h.out == NOT_SINGLE || (out_port != NOT_SINGLE && h.out != out_port) {
+                            uniform = false;
+                        }
+                        out_port = h.out;
+                    } else {
+                        uniform = false;
+                    }
+                }
+                _ => uniform = false,
+            }
+        }
+        if uniform && out_port != NOT_SINGLE {
+            if let Some(Some(slot)) = self.tx.get_mut(out_port as usize) {
+                if !slot.batch.is_empty() {
+                    slot.netdev.send(slot.q, &mut slot.batch);
+                }
+                std::mem::swap(&mut slot.batch, batch);
+                return;
+            }
+        }
         for (i, pkt) in batch.drain().enumerate() {
             let fate = if i < n {
                 self.fates[i]
@@ -620,13 +651,11 @@ impl Pmd {
             };
             let actions: &[DpAction] = match fate {
                 Fate::Flow(id) => {
-                    let Some(h) = self.hot.get_mut(id as usize) else {
+                    // Counted above.
+                    let Some(h) = self.hot.get(id as usize) else {
                         self.stats.drops.add(DropReason::FlowDrop, 1);
                         continue;
                     };
-                    h.packets += 1;
-                    h.bytes += pkt.len() as u64;
-                    h.used_ms = now;
                     if h.out != NOT_SINGLE {
                         send(&mut self.tx, h.out, pkt, &mut self.stats);
                         continue;
