@@ -602,3 +602,45 @@ fn a_storm_of_new_flows_costs_counted_drops_not_established_packets() {
     assert_eq!(s.drops.get(DropReason::UpcallLimit), 1000 - 9);
     assert_eq!(s.drops.total(), 1000 - 9);
 }
+
+#[test]
+fn mirror_copies_leave_by_the_cached_path_too() {
+    let mut r = rig(&["in_port=p1,actions=output:p2"]);
+    r.of.vsctl(
+        "set Bridge br0 mirrors=@m -- --id=@p1 get Port p1 -- --id=@p3 get Port p3 \
+         -- --id=@m create Mirror name=m select_src_port=@p1 output_port=@p3",
+    )
+    .expect("valid mirror");
+    for round in 0..2 {
+        let f = udp(7, 7, 64);
+        r.send("p1", &[f.clone()]);
+        let out = r.taken();
+        assert_eq!(out.get("p2"), Some(&vec![f.clone()]), "round {round}");
+        assert_eq!(out.get("p3"), Some(&vec![f]), "round {round}");
+    }
+    let s = r.pmd.stats();
+    assert_eq!((s.upcalls, s.megaflow_hits), (1, 1));
+}
+
+fn eth_frame(src: [u8; 6], dst: [u8; 6]) -> Vec<u8> {
+    PacketBuilder::ethernet(src, dst)
+        .ipv4([10, 0, 0, 1], [10, 0, 0, 2])
+        .udp(1, 2)
+        .payload(&[0; 22])
+        .build()
+}
+
+#[test]
+fn normal_learning_revalidates_flooding_megaflows() {
+    let mut r = rig(&["actions=NORMAL"]);
+    let (a, b) = ([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+    // A -> B: B unknown, flooded.
+    let mut ports = r.out_ports("p1", &eth_frame(a, b));
+    ports.sort();
+    assert_eq!(ports, ["br0", "p2", "p3"]);
+    // B -> A from p2: A was learned on p1.
+    assert_eq!(r.out_ports("p2", &eth_frame(b, a)), ["p1"]);
+    // The MAC table changed: the flooding megaflow is revalidated at housekeeping.
+    r.pmd.housekeeping(false);
+    assert_eq!(r.out_ports("p1", &eth_frame(a, b)), ["p2"]);
+}
