@@ -54,8 +54,10 @@
 //! [`Batch`] is applied to the other one, then published by a pointer swap: a reader sees
 //! all of a batch or none of it. Before the next commit the writer waits until no reader
 //! still uses the old version (at most one lookup or [`Snapshot`]) and replays the batch on
-//! it. Rules are shared by both versions (`Arc<Rule<T>>`); hash tables, stage indices and
-//! tries exist twice. [`Classifier::memory`] reports the bytes per rule.
+//! it. [`Classifier::commit_with`] commits the same way from operations given one at a time
+//! (no [`Batch`] is built; a writer that keeps the rules' matches in their payloads passes
+//! them by reference). Rules are shared by both versions (`Arc<Rule<T>>`); hash tables, stage
+//! indices and tries exist twice. [`Classifier::memory`] reports the bytes per rule.
 //!
 //! # Invariants
 //!

@@ -202,41 +202,46 @@ impl<T> Subtable<T> {
         finish(h)
     }
 
-    /// Adds `rule` (not present yet).
+    /// Adds `rule` (not present yet). One probe of the hash table (and of each stage
+    /// index): found, the rule joins the entry; not found, the slot found is filled.
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T>>, seed: u64) {
+        use hashbrown::hash_table::Entry as Slot;
         let mut partial = Partial::default();
         let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
         *self.priorities.entry(rule.priority).or_insert(0) += 1;
         self.n_rules += 1;
-        if let Some(e) = self
-            .table
-            .find_mut(hash, |e| e.holds(rule.values.as_slice()))
-        {
-            if rule.rank > e.head.rank {
-                let old = std::mem::replace(&mut e.head, rule);
-                e.rest_mut().insert(0, old);
-            } else {
-                let at = e.rest().partition_point(|r| r.rank > rule.rank);
-                e.rest_mut().insert(at, rule);
-            }
-            return;
-        }
         let n = self.mask.idx.len();
-        let wide_slot = (n > N_INLINE).then(|| {
-            self.wide.extend_from_slice(rule.values.as_slice());
-            self.wide.len() / n - 1
-        });
         // Rehashing on growth reads the entries' words, not the rules.
         let (idx, wide) = (&self.mask.idx, &self.wide);
-        self.table
-            .insert_unique(hash, Entry::new(rule, wide_slot), |e| {
-                rehash(idx, entry_values(e, n, wide), seed)
-            });
+        match self.table.entry(
+            hash,
+            |e| e.holds(rule.values.as_slice()),
+            |e| rehash(idx, entry_values(e, n, wide), seed),
+        ) {
+            Slot::Occupied(mut o) => {
+                let e = o.get_mut();
+                if rule.rank > e.head.rank {
+                    let old = std::mem::replace(&mut e.head, rule);
+                    e.rest_mut().insert(0, old);
+                } else {
+                    let at = e.rest().partition_point(|r| r.rank > rule.rank);
+                    e.rest_mut().insert(at, rule);
+                }
+                return;
+            }
+            Slot::Vacant(v) => {
+                let wide_slot = (n > N_INLINE).then(|| {
+                    self.wide.extend_from_slice(rule.values.as_slice());
+                    self.wide.len() / n - 1
+                });
+                v.insert(Entry::new(rule, wide_slot));
+            }
+        }
         for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
-            match ix.find_mut(ph, |e| e.0 == ph) {
-                Some(e) => e.1 += 1,
-                None => {
-                    ix.insert_unique(ph, (ph, 1), |e| e.0);
+            match ix.entry(ph, |e| e.0 == ph, |e| e.0) {
+                Slot::Occupied(mut o) => o.get_mut().1 += 1,
+                Slot::Vacant(v) => {
+                    v.insert((ph, 1));
                 }
             }
         }

@@ -1,0 +1,141 @@
+//! Batched commits of exact 5-tuple rules, timed in wall-clock and in this thread's CPU time
+//! (the machine is shared: CPU time moves less with the load). For A/B runs of the commit
+//! path: build this example at two commits and alternate them.
+//!
+//! ```text
+//! cargo build --release -p classifier --example commit_cpu
+//! taskset -c 1 target/release/examples/commit_cpu --reps 5
+//! ```
+//!
+//! Points: 262,144 rules into an empty classifier as one `Batch`, the same through
+//! `commit_with`, and a 100,000-rule batch into a table of 162,144 rules (the commit, then
+//! its replay onto the other version at the next commit). One line each: the median of
+//! `--reps` fresh classifiers.
+
+#![allow(missing_docs)]
+
+use std::time::Instant;
+
+use classifier::{Batch, Classifier};
+use openflow::Match;
+use packet::key::{fields, FlowKey};
+
+/// CPU time of this thread in seconds (`/proc/thread-self/schedstat`), 0 if unknown.
+fn cpu() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e9)
+}
+
+/// Flow `i` of `shared/peers/ovs-dpdk/flowdef.py` as an exact UDP 5-tuple match.
+fn rule(i: u32) -> Match {
+    let mut m = Match::catch_all();
+    m.set_exact(fields::DL_TYPE, 0x0800);
+    m.set_exact(fields::NW_PROTO, 17);
+    m.set_exact(
+        fields::NW_SRC,
+        u128::from((198 << 24) | (18 << 16) | (i % 65_536)),
+    );
+    m.set_exact(
+        fields::NW_DST,
+        u128::from((198 << 24) | (19 << 16) | (i / 65_536)),
+    );
+    m.set_exact(fields::TP_SRC, u128::from(1024 + i % 64_000));
+    m.set_exact(fields::TP_DST, u128::from(1024 + i / 64_000));
+    m
+}
+
+/// (wall seconds, CPU seconds) of `f`.
+fn timed(f: impl FnOnce()) -> (f64, f64) {
+    let (t, c) = (Instant::now(), cpu());
+    f();
+    (t.elapsed().as_secs_f64(), cpu() - c)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut reps = 5;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match (a.as_str(), it.next().and_then(|v| v.parse().ok())) {
+            ("--reps", Some(n)) => reps = n,
+            _ => {
+                eprintln!("usage: commit_cpu [--reps N]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let n_full = 262_144u32;
+    let n_batch = 100_000u32;
+    let rules: Vec<Match> = (0..n_full + n_batch).map(rule).collect();
+    let _ = FlowKey::default;
+    let mut pts: [Vec<(f64, f64)>; 4] = Default::default();
+    for _ in 0..reps {
+        let mut cls: Classifier<u64> = Classifier::new();
+        let mut b = Batch::new();
+        for (i, m) in rules[..n_full as usize].iter().enumerate() {
+            b.insert(*m, 100, 0, i as u64);
+        }
+        pts[0].push(timed(|| {
+            cls.commit(b).expect("valid rules");
+        }));
+        drop(cls);
+        let mut cls: Classifier<u64> = Classifier::new();
+        pts[1].push(timed(|| {
+            cls.commit_with(|ops| {
+                ops.reserve(n_full as usize);
+                for (i, m) in rules[..n_full as usize].iter().enumerate() {
+                    ops.insert(m, 100, 0, i as u64);
+                }
+            })
+            .expect("valid rules");
+        }));
+        drop(cls);
+        let base = (n_full + n_batch) as usize - 200_000;
+        let mut cls: Classifier<u64> = Classifier::new();
+        let mut b = Batch::new();
+        for (i, m) in rules[..base].iter().enumerate() {
+            b.insert(*m, 100, 0, i as u64);
+        }
+        cls.commit(b).expect("valid rules");
+        cls.commit(Batch::new()).expect("empty batch");
+        let mut b = Batch::new();
+        for m in &rules[base..base + n_batch as usize] {
+            b.insert(*m, 100, 0, 1);
+        }
+        pts[2].push(timed(|| {
+            cls.commit(b).expect("valid rules");
+        }));
+        pts[3].push(timed(|| {
+            cls.commit(Batch::new()).expect("empty batch");
+        }));
+    }
+    let m = |i: usize| {
+        (
+            median(pts[i].iter().map(|p| p.0).collect()),
+            median(pts[i].iter().map(|p| p.1).collect()),
+        )
+    };
+    let rate = |n: u32, s: f64| f64::from(n) / s / 1e6;
+    let (w, c) = m(0);
+    println!(
+        "262144 into empty, Batch:       wall {w:.3} s = {:.2}M/s, CPU {c:.3} s = {:.2}M/s",
+        rate(n_full, w),
+        rate(n_full, c)
+    );
+    let (w, c) = m(1);
+    println!(
+        "262144 into empty, commit_with: wall {w:.3} s = {:.2}M/s, CPU {c:.3} s = {:.2}M/s",
+        rate(n_full, w),
+        rate(n_full, c)
+    );
+    let (w, c) = m(2);
+    println!("100000 into 162144, commit:     wall {w:.3} s, CPU {c:.3} s");
+    let (w, c) = m(3);
+    println!("  its replay at the next commit: wall {w:.3} s, CPU {c:.3} s");
+}
