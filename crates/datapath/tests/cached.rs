@@ -613,7 +613,7 @@ fn mirror_copies_leave_by_the_cached_path_too() {
     .expect("valid mirror");
     for round in 0..2 {
         let f = udp(7, 7, 64);
-        r.send("p1", &[f.clone()]);
+        r.send("p1", std::slice::from_ref(&f));
         let out = r.taken();
         assert_eq!(out.get("p2"), Some(&vec![f.clone()]), "round {round}");
         assert_eq!(out.get("p3"), Some(&vec![f]), "round {round}");
