@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p datapath --example pmd_null -- [--flows 1000] [--ruleset exact]
-//!     [--frame-len 64] [--seconds 5]
+//!     [--frame-len 64] [--seconds 5] [--megaflow-limit N] [--emc ENTRIES]
 //! ```
 //!
 //! Rule sets as `ferrovs-bench datapath`: `single`, `single-udp`, `exact`.
@@ -53,6 +53,7 @@ fn main() -> ExitCode {
     let mut ruleset = "exact".to_string();
     let mut frame_len = 64usize;
     let mut seconds = 5.0f64;
+    let mut cfg = PmdConfig::default();
     let mut it = std::env::args().skip(1);
     while let Some(f) = it.next() {
         let v = it.next().unwrap_or_default();
@@ -61,6 +62,8 @@ fn main() -> ExitCode {
             "--ruleset" => ruleset = v,
             "--frame-len" => frame_len = v.parse().unwrap_or(frame_len),
             "--seconds" => seconds = v.parse().unwrap_or(seconds),
+            "--megaflow-limit" => cfg.megaflow_limit = v.parse().unwrap_or(cfg.megaflow_limit),
+            "--emc" => cfg.emc_entries = v.parse().unwrap_or(cfg.emc_entries),
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::FAILURE;
@@ -126,7 +129,7 @@ fn main() -> ExitCode {
         netdev: sink.clone(),
         vlan_limit: 1,
     });
-    let mut pmd = Pmd::new(dp.clone(), 0, 1, PmdConfig::default());
+    let mut pmd = Pmd::new(dp.clone(), 0, 1, cfg);
     // Warm up: every flow installed.
     let w = Instant::now();
     while w.elapsed().as_secs_f64() < seconds / 2.0 {
@@ -159,6 +162,13 @@ fn main() -> ExitCode {
         100.0 * (s1.upcalls - s0.upcalls) as f64 / pk.max(1) as f64,
         s1.megaflows,
         s1.cache_bytes / 1024,
+    );
+    println!(
+        "drops {} (upcall limit {}), forwarded by translation at the megaflow limit {}",
+        s1.drops.total() - s0.drops.total(),
+        s1.drops.get(datapath::DropReason::UpcallLimit)
+            - s0.drops.get(datapath::DropReason::UpcallLimit),
+        s1.megaflow_limit_hits - s0.megaflow_limit_hits
     );
     println!(
         "on-CPU: {:.0}% of the window, {:.1} ns/packet on CPU = {:.2} Mpps per busy core",

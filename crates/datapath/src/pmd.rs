@@ -79,7 +79,7 @@ impl Default for PmdConfig {
             emc_entries: crate::emc::DEFAULT_ENTRIES,
             megaflow_limit: 1 << 20,
             max_idle_ms: 10_000,
-            upcall_rate: 200_000,
+            upcall_rate: 100_000,
             upcall_burst: 20_000,
             pool: PoolConfig::default(),
         }
