@@ -1,9 +1,20 @@
-//! The ferrovs datapath: netdevs, packet buffers and batches, and (in later work) the
-//! PMD threads, exact-match and megaflow caches, upcalls and action execution.
+//! The ferrovs datapath: netdevs, packet buffers and batches, PMD threads, the exact-match and
+//! megaflow caches, upcalls to the pipeline, action execution and revalidation.
 //!
 //! # What is here
 //!
-//! The I/O layer every later stage stands on:
+//! The cached fast path (see `ARCHITECTURE.md` for the packet's walk):
+//!
+//! - [`pmd`]: PMD threads ([`Pmd`], [`PmdThreads`]): extraction, caches, upcalls with per-port
+//!   budgets and a megaflow limit, execution, housekeeping, revalidation; [`PmdStats`].
+//! - [`emc`] and [`megaflow`]: the exact-match cache and the tuple-space megaflow cache.
+//! - [`upcall`]: the [`upcall::Upcall`] seam to the pipeline and the flow-table
+//!   [`upcall::Change`]s; [`ofproto`]: the pipeline behind it ([`ofproto::OfDatapath`]: flow_mods
+//!   acknowledged after revalidation).
+//! - [`dpif`]: the datapath's ports, generation and acknowledgements ([`Datapath`]).
+//! - [`exec`]: header rewrites (VLAN push/pop, sets with incremental checksums).
+//!
+//! The I/O layer under it:
 //!
 //! - [`pool`] and [`buffer`]: preallocated packet buffers on per-thread free lists, with headroom
 //!   for pushed headers and typed [`Metadata`]. No heap allocation per packet in steady state.
@@ -20,8 +31,10 @@
 //! - Every packet is accounted for: received, transmitted, or dropped with a counted reason.
 //!   Sending drains the batch, whatever happens.
 //! - The data path never blocks and never panics on packet contents.
-//! - `unsafe` is allowed only in `netdev` (device rings, later) and `cycles` (`rdtsc`); every
-//!   unsafe block says why it is sound in a `// SAFETY:` comment.
+//! - `unsafe` is allowed only in `netdev` (device rings, later) and `cycles` (`rdtsc`,
+//!   `prefetch`); every unsafe block says why it is sound in a `// SAFETY:` comment.
+//! - After [`ofproto::OfDatapath::flow_mods`] returns, no PMD thread forwards a packet by a
+//!   cached decision the change made stale.
 //!
 //! # Threads
 //!

@@ -4,7 +4,7 @@
 //! # How
 //!
 //! A megaflow is a (mask, masked key) pair with its actions. Megaflows with the same mask
-//! share a [`Subtable`]: a hash table keyed by the key's words under the mask. A lookup tries
+//! share a `Subtable`: a hash table keyed by the key's words under the mask. A lookup tries
 //! the subtables in rank order (most hits first, re-ranked by [`MegaflowTable::rank`]) and
 //! stops at the first hit. Megaflows never overlap with different actions: they all come
 //! from one consistent pipeline state, and revalidation removes every megaflow a flow-table
