@@ -31,10 +31,10 @@
 //! - Every packet is accounted for: received, transmitted, or dropped with a counted reason.
 //!   Sending drains the batch, whatever happens.
 //! - The data path never blocks and never panics on packet contents.
-//! - `unsafe` is allowed only in `netdev` (device rings, later) and `cycles` (`rdtsc`,
-//!   `prefetch`); every unsafe block says why it is sound in a `// SAFETY:` comment.
-//! - After [`ofproto::OfDatapath::flow_mods`] returns, no PMD thread forwards a packet by a
-//!   cached decision the change made stale.
+//! - `unsafe` is allowed only in `netdev` (device rings, later) and `cycles` (`rdtsc`, `prefetch`);
+//!   every unsafe block says why it is sound in a `// SAFETY:` comment.
+//! - After [`ofproto::OfDatapath::flow_mods`] returns, no PMD thread forwards a packet by a cached
+//!   decision the change made stale.
 //!
 //! # Threads
 //!
