@@ -644,3 +644,55 @@ fn normal_learning_revalidates_flooding_megaflows() {
     r.pmd.housekeeping(false);
     assert_eq!(r.out_ports("p1", &eth_frame(a, b)), ["p2"]);
 }
+
+#[test]
+fn two_pmd_threads_share_the_rx_queues() {
+    let mut sw = Switch::new();
+    sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2")
+        .expect("valid");
+    let dp_of = |sw: &Switch, n: &str| {
+        sw.layout()
+            .port_by_name(n)
+            .and_then(|p| p.dp_port)
+            .expect("port")
+    };
+    let (d1, d2) = (dp_of(&sw, "p1"), dp_of(&sw, "p2"));
+    let of = OfDatapath::new(sw);
+    of.add_flows_text("br0", &["in_port=p1,actions=output:p2"])
+        .expect("valid");
+    let cfg = MemoryConfig {
+        n_rxq: 2,
+        n_txq: 2,
+        rxq_len: 4096,
+        txq_len: 4096,
+    };
+    let p1 = Arc::new(MemoryNetdev::new("p1", cfg));
+    let p2 = Arc::new(MemoryNetdev::new("p2", cfg));
+    for (n, p) in [(d1, &p1), (d2, &p2)] {
+        of.datapath().add_port(DpPort {
+            dp_port: n,
+            netdev: p.clone(),
+            vlan_limit: 1,
+        });
+    }
+    let threads = PmdThreads::spawn(of.datapath(), 2, &[], &PmdConfig::default());
+    for i in 0..200u32 {
+        p1.inject(usize::try_from(i % 2).unwrap_or(0), &udp(i, 1, 64));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while p2.tx_pending(0) + p2.tx_pending(1) < 200 && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    let stats = threads.stop();
+    assert_eq!(p2.tx_pending(0) + p2.tx_pending(1), 200);
+    assert_eq!(stats.len(), 2);
+    for s in &stats {
+        assert_eq!(
+            s.packets, 100,
+            "each PMD polls one of the two queues: {s:?}"
+        );
+        assert_eq!(s.megaflows, 1, "each PMD has its own megaflow cache");
+    }
+    // Each PMD transmits on its own tx queue.
+    assert_eq!((p2.tx_pending(0), p2.tx_pending(1)), (100, 100));
+}
