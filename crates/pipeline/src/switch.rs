@@ -18,6 +18,20 @@
 //!   flow_mods of the list leave, and only then are the tables changed. [`Switch::replace_flows`]
 //!   is `ovs-ofctl replace-flows`: delete everything and add the given flows, as one bundle.
 //!
+//! # Cost of a bundle
+//!
+//! A bundle drafts only what it touches (the `bundle` submodule: a slot per rule identity over
+//! the live table, and the subtable order kept incrementally from per-mask rule counts), so
+//! an add or a strict modify or delete costs a few hash probes plus its share of one
+//! classifier commit per table; a non-strict modify or delete scans the tables it names once.
+//! `examples/insert_rate.rs` loads 256K exact 5-tuple rules into a table of 1,004 rules in
+//! batches: 0.50 to 0.72M rules/s of CPU time for batches of 1K to 256K (2026-11-23, shared
+//! 2-vCPU guest; wall-clock 0.25 to 0.69M/s with another process on the same CPU), against
+//! about 400 rules/s for the previous implementation (it copied every rule of the table per
+//! call and recomputed the subtable order over all rules per flow_mod). Most of what
+//! remains is memory: each rule's `FlowEntry` (836 bytes) is written to fresh pages, and the
+//! classifier applies every batch twice (left-right versions).
+//!
 //! # OVS semantics kept here
 //!
 //! - A rule is identified by table, match and priority: an add with the same ones replaces the rule
