@@ -374,6 +374,46 @@ impl OvsDpdk {
         Ok(())
     }
 
+    /// Makes sure `HugePages_Free` covers the socket memory of the next DPDK process: the
+    /// pool is the kernel's, and another process on the machine may have taken pages from it
+    /// since [`Self::hugepages_up`]. Adds what is missing (counted in `hugepages.added`, so it
+    /// is given back too).
+    fn ensure_free_hugepages(&self) -> anyhow::Result<()> {
+        let need = self.cfg.socket_mem_mb / 2;
+        // The pages of a DPDK process we just stopped come back a moment after it is gone.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut free = meminfo_value("HugePages_Free").unwrap_or(0);
+        while free < need && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(200));
+            free = meminfo_value("HugePages_Free").unwrap_or(0);
+        }
+        if free >= need {
+            return Ok(());
+        }
+        let marker = self.root().join("hugepages.added");
+        let before = read_u64(NR_HUGEPAGES)?;
+        fs::write(NR_HUGEPAGES, (before + need - free).to_string())
+            .with_context(|| format!("writing {NR_HUGEPAGES}"))?;
+        let got = read_u64(NR_HUGEPAGES)?.saturating_sub(before);
+        let added: u64 = fs::read_to_string(&marker)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        fs::write(&marker, (added + got).to_string())
+            .with_context(|| format!("writing {}", marker.display()))?;
+        eprintln!(
+            "ovs-dpdk: only {free} hugepages were free (another process uses the pool); added \
+             {got} more"
+        );
+        if free + got < need {
+            bail!(
+                "{need} free 2 MiB hugepages needed, the kernel has {}",
+                free + got
+            );
+        }
+        Ok(())
+    }
+
     fn start_db(&self) -> anyhow::Result<()> {
         let run = run_dir(self.root());
         let conf = self.root().join("db").join("conf.db");
@@ -458,6 +498,7 @@ impl OvsDpdk {
             args.extend(sets.iter().map(String::as_str));
             self.vsctl(&args)?;
         }
+        self.ensure_free_hugepages()?;
         let netns_list = output(Command::new("ip").args(["netns", "list"]))?;
         if !netns_list.split_whitespace().any(|w| w == NETNS) {
             output(Command::new("ip").args(["netns", "add", NETNS]))?;
@@ -790,6 +831,7 @@ impl OvsDpdk {
         pcap: &Path,
     ) -> anyhow::Result<Ceiling> {
         self.stop_vswitchd();
+        self.ensure_free_hugepages()?;
         let log_path = self.root().join("log").join("testpmd.log");
         let err_path = self.root().join("log").join("testpmd.err");
         let err_file = fs::File::create(&err_path)
@@ -1060,6 +1102,15 @@ pub fn cleanup(root: &Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A value of `/proc/meminfo` (`HugePages_Free`).
+fn meminfo_value(key: &str) -> Option<u64> {
+    let m = fs::read_to_string("/proc/meminfo").ok()?;
+    m.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k == key).then(|| v.split_whitespace().next()?.parse().ok())?
+    })
 }
 
 fn read_u64(path: &str) -> anyhow::Result<u64> {
