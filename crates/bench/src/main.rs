@@ -40,6 +40,28 @@ struct Cli {
 enum Cmd {
     /// pcap replay -> bridge -> null on one PMD core, the OVS-DPDK peer matrix.
     Datapath(Box<DatapathArgs>),
+    /// Rule insertion under traffic: a PMD forwards established flows while new exact rules
+    /// go through the flow_mod API in bundles; prints rules/s and the established rate ratio.
+    Insert {
+        /// Established flows (each with its own exact rule), replayed by the PMD.
+        #[arg(long, default_value_t = 1000)]
+        established: u32,
+        /// New exact rules to insert (256K = 256000).
+        #[arg(long, default_value = "256K", value_parser = parse_flows_list)]
+        rules: u32,
+        /// Flow_mods per bundle.
+        #[arg(long, default_value_t = 8192)]
+        bundle: usize,
+        /// Baseline window without insertion, seconds.
+        #[arg(long, default_value_t = 3.0)]
+        baseline: f64,
+        /// The PMD's core.
+        #[arg(long, default_value_t = 1)]
+        pmd_core: usize,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Stop the private OVS-DPDK of an interrupted run and give back its hugepages.
     OvsCleanup {
         /// Root directory of the private OVS-DPDK.
@@ -124,7 +146,61 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Cmd::Datapath(args) => datapath(&args),
         Cmd::OvsCleanup { ovs_root } => ovs_dpdk::cleanup(&ovs_root),
+        Cmd::Insert {
+            established,
+            rules,
+            bundle,
+            baseline,
+            pmd_core,
+            json,
+        } => insert(established, rules, bundle, baseline, pmd_core, json),
     }
+}
+
+fn insert(
+    established: u32,
+    rules: u32,
+    bundle: usize,
+    baseline: f64,
+    pmd_core: usize,
+    json: bool,
+) -> anyhow::Result<()> {
+    let r = bench::insert::run_insert(&bench::insert::InsertOptions {
+        established,
+        rules,
+        bundle,
+        baseline_secs: baseline,
+        pmd_core: Some(pmd_core),
+        inserter_core: Some(if pmd_core == 0 { 1 } else { 0 }),
+        ..bench::insert::InsertOptions::default()
+    })?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "inserted {} rules in bundles of {} in {:.3} s: {:.0} rules/s",
+            r.rules, r.bundle, r.insert_secs, r.rules_per_sec
+        );
+        println!(
+            "established flows ({}): {:.2} Mpps before, {:.2} Mpps during the insertion: ratio {:.3}",
+            r.established, r.baseline_mpps, r.during_mpps, r.ratio
+        );
+        println!(
+            "received {}, delivered {}, to the new rules' port {}, dropped {}, per-flow counts {}..{} over {} flows, megaflows {}, retranslated {}: {}",
+            r.received,
+            r.delivered,
+            r.wrong_port,
+            r.dropped,
+            r.per_flow_min,
+            r.per_flow_max,
+            r.flows_seen,
+            r.megaflows,
+            r.retranslated,
+            if r.is_clean() { "nothing lost or misdirected" } else { "LOST OR MISDIRECTED PACKETS" }
+        );
+    }
+    anyhow::ensure!(r.is_clean(), "established packets were lost or misdirected");
+    Ok(())
 }
 
 fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
