@@ -214,23 +214,25 @@ impl Subtable {
 
     /// Removes entry `e`; returns the flow whose entry moved into `e`'s place, if any.
     fn remove(&mut self, e: usize) -> Option<FlowId> {
-        let mut hole = self.bucket_of_entry(e)?;
-        // Backward-shift deletion keeps every probe sequence unbroken.
-        let cap = self.buckets.len() - 1;
-        self.buckets[hole] = 0;
-        let mut b = (hole + 1) & cap;
-        while self.buckets[b] != 0 {
-            let v = self.buckets[b];
-            let home = ((v >> 32) as usize) & cap;
-            // Move `v` into the hole if its home is not cyclically within (hole, b].
-            let dist_home = b.wrapping_sub(home) & cap;
-            let dist_hole = b.wrapping_sub(hole) & cap;
-            if dist_home >= dist_hole {
-                self.buckets[hole] = v;
-                self.buckets[b] = 0;
-                hole = b;
+        // The entry's bucket always exists (invariant); if it did not, the entry still goes.
+        if let Some(mut hole) = self.bucket_of_entry(e) {
+            // Backward-shift deletion keeps every probe sequence unbroken.
+            let cap = self.buckets.len() - 1;
+            self.buckets[hole] = 0;
+            let mut b = (hole + 1) & cap;
+            while self.buckets[b] != 0 {
+                let v = self.buckets[b];
+                let home = ((v >> 32) as usize) & cap;
+                // Move `v` into the hole if its home is not cyclically within (hole, b].
+                let dist_home = b.wrapping_sub(home) & cap;
+                let dist_hole = b.wrapping_sub(hole) & cap;
+                if dist_home >= dist_hole {
+                    self.buckets[hole] = v;
+                    self.buckets[b] = 0;
+                    hole = b;
+                }
+                b = (b + 1) & cap;
             }
-            b = (b + 1) & cap;
         }
         // Move the last entry into `e`.
         let last = self.flow_of.len() - 1;
