@@ -258,6 +258,8 @@ pub struct Pmd {
     flows: Vec<Option<FlowData>>,
     hot: Vec<FlowHot>,
     keys: Box<[FlowKey]>,
+    /// The rx batch, kept across iterations (it may trade places with a tx batch).
+    rx_batch: Option<Batch>,
     fates: [Fate; BATCH_SIZE],
     direct: Vec<Vec<DpAction>>,
     seen_gen: u64,
@@ -309,6 +311,7 @@ impl Pmd {
             flows: Vec::new(),
             hot: Vec::new(),
             keys: vec![FlowKey::default(); BATCH_SIZE].into_boxed_slice(),
+            rx_batch: Some(Batch::new()),
             fates: [Fate::Drop(DropReason::FlowDrop); BATCH_SIZE],
             direct: Vec::new(),
             seen_gen: seen,
@@ -445,7 +448,8 @@ impl Pmd {
             self.revalidate();
         }
         let mut total = 0;
-        let mut batch = Batch::new();
+        // Taken out of `self` for the iteration (an `Option`, so that no batch is made).
+        let mut batch = self.rx_batch.take().unwrap_or_default();
         for r in 0..self.rxqs.len() {
             let t0 = cycles::now();
             let n = {
@@ -461,6 +465,7 @@ impl Pmd {
             }
             total += n;
         }
+        self.rx_batch = Some(batch);
         self.stats.iterations += 1;
         if self.stats.iterations % HOUSEKEEPING_ITERS == 0 {
             let now = cycles::now();
