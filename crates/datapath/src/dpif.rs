@@ -181,28 +181,24 @@ impl Datapath {
     /// Waits until every running PMD thread has revalidated against generation `gen`; false
     /// if one did not within [`ACK_TIMEOUT`].
     pub fn wait_ack(&self, gen: u64) -> bool {
-        let pmds: Vec<Arc<PmdShared>> = lock(&self.pmds).clone();
-        let deadline = Instant::now() + ACK_TIMEOUT;
-        for p in pmds {
-            while p.running.load(Ordering::Acquire) && p.seen_gen.load(Ordering::Acquire) < gen {
-                if Instant::now() > deadline {
-                    return false;
-                }
-                std::thread::yield_now();
-            }
-        }
-        true
+        self.wait_for_pmds(|p| p.seen_gen.load(Ordering::Acquire) >= gen)
     }
 
     /// Asks every PMD to credit its megaflows' statistics to the rules that made them, and
     /// waits until the running ones did (a PMD driven by hand does it at its next
-    /// [`crate::pmd::Pmd::run_once`]).
+    /// housekeeping).
     pub fn sync_stats(&self) -> bool {
         let req = self.stats_req.fetch_add(1, Ordering::AcqRel) + 1;
+        self.wait_for_pmds(|p| p.stats_seen.load(Ordering::Acquire) >= req)
+    }
+
+    /// Waits until `done` holds for every running PMD thread (or it stops); false if one
+    /// took longer than [`ACK_TIMEOUT`].
+    fn wait_for_pmds(&self, done: impl Fn(&PmdShared) -> bool) -> bool {
         let pmds: Vec<Arc<PmdShared>> = lock(&self.pmds).clone();
         let deadline = Instant::now() + ACK_TIMEOUT;
         for p in pmds {
-            while p.running.load(Ordering::Acquire) && p.stats_seen.load(Ordering::Acquire) < req {
+            while p.running.load(Ordering::Acquire) && !done(&p) {
                 if Instant::now() > deadline {
                     return false;
                 }

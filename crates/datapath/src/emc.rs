@@ -38,18 +38,18 @@ pub const SAMPLE_EVERY: u64 = 16;
 /// An occupied slot of a live flow is replaced once in this many chances.
 pub const REPLACE_EVERY: u32 = 32;
 
-/// The key hash the cache is indexed by: in_port and the packet's L2-L4 words.
+/// Key words the cache hashes: in_port's word and the packet's L2-L4 words.
+const HASHED_WORDS: [u8; 17] = [
+    0, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44,
+];
+const _: () = assert!(KEY_WORDS == 45);
+const ALL_BITS: [u64; 17] = [u64::MAX; 17];
+
+/// The key hash the cache is indexed by (the megaflow cache's hash over in_port and the
+/// packet's L2-L4 words).
 #[inline(always)]
 pub fn key_hash(key: &FlowKey) -> u32 {
-    let mut h: u64 = key.words[0] ^ 0x51_7cc1_b727_220a;
-    for w in &key.words[29..KEY_WORDS] {
-        h = (h.rotate_left(23) ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    h ^= h >> 32;
-    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    h ^= h >> 29;
-    // The low 32 bits after the avalanche.
-    (h & 0xffff_ffff) as u32
+    crate::megaflow::hash_masked(key, &HASHED_WORDS, &ALL_BITS, 0x51_7cc1_b727_220a)
 }
 
 /// The flow of an occupied slot.

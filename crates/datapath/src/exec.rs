@@ -42,10 +42,9 @@ pub fn push_vlan(pkt: &mut Packet, tpid: u16, tci: u16) -> bool {
     if pkt.len() < 2 * ETH_ADDR_LEN {
         return false;
     }
-    let Ok(d) = pkt.push_front(VLAN_HDR_LEN) else {
+    if pkt.push_front(VLAN_HDR_LEN).is_err() {
         return false;
-    };
-    let _ = d;
+    }
     let d = pkt.data_mut();
     d.copy_within(VLAN_HDR_LEN..VLAN_HDR_LEN + 2 * ETH_ADDR_LEN, 0);
     d[12..14].copy_from_slice(&tpid.to_be_bytes());
@@ -120,15 +119,15 @@ pub fn set_field(pkt: &mut Packet, f: &SetField, nw_proto: u8) -> bool {
             }
             SetField::Ipv4Tos(t) | SetField::Ipv4Ttl(t) => {
                 let l3 = l3?;
-                let (at, word_at, hi) = if matches!(f, SetField::Ipv4Tos(_)) {
-                    (l3 + 1, l3, false)
+                // The byte and the 16-bit header word it sits in (for the checksum update).
+                let (at, word_at) = if matches!(f, SetField::Ipv4Tos(_)) {
+                    (l3 + 1, l3)
                 } else {
-                    (l3 + 8, l3 + 8, true)
+                    (l3 + 8, l3 + 8)
                 };
                 let old = rd16(d, word_at)?;
                 *d.get_mut(at)? = t;
                 let new = rd16(d, word_at)?;
-                let _ = hi;
                 let hc = rd16(d, l3 + 10)?;
                 wr16(d, l3 + 10, checksum::update16(hc, old, new))?;
             }
@@ -159,10 +158,10 @@ pub fn set_field(pkt: &mut Packet, f: &SetField, nw_proto: u8) -> bool {
             }
             SetField::Ipv6Hlimit(h) => *d.get_mut(l3? + 7)? = h,
             SetField::TcpSrc(p) | SetField::UdpSrc(p) | SetField::SctpSrc(p) => {
-                set_port(d, l4?, 0, p, f, nw_proto)?
+                set_port(d, l4?, 0, p, f)?
             }
             SetField::TcpDst(p) | SetField::UdpDst(p) | SetField::SctpDst(p) => {
-                set_port(d, l4?, 2, p, f, nw_proto)?
+                set_port(d, l4?, 2, p, f)?
             }
             SetField::MplsLse(lse) => wr32(d, usize::from(meta.l2_5_ofs?), lse)?,
         }
@@ -171,7 +170,7 @@ pub fn set_field(pkt: &mut Packet, f: &SetField, nw_proto: u8) -> bool {
     r.is_some()
 }
 
-fn set_port(d: &mut [u8], l4: usize, at: usize, p: u16, f: &SetField, proto: u8) -> Option<()> {
+fn set_port(d: &mut [u8], l4: usize, at: usize, p: u16, f: &SetField) -> Option<()> {
     let old = rd16(d, l4 + at)?;
     wr16(d, l4 + at, p)?;
     match f {
@@ -188,7 +187,6 @@ fn set_port(d: &mut [u8], l4: usize, at: usize, p: u16, f: &SetField, proto: u8)
             } else {
                 17
             };
-            let _ = proto;
             fix_l4(d, Some(l4), csum_proto, |c| checksum::update16(c, old, p))?;
         }
     }

@@ -23,6 +23,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, TryLockError};
 
+use openflow::ofctl::flow::FlowCommand;
 use pipeline::switch::{DumpedFlow, FlowMod, FlowModCommand, FlowModOutcome, Switch, SwitchError};
 use pipeline::xlate::XlateOptions;
 
@@ -181,30 +182,18 @@ impl OfDatapath {
         bridge: &str,
         flows: &[&str],
     ) -> Result<FlowModOutcome, SwitchError> {
-        let entries = self.switch().parse_flows(
-            bridge,
-            flows,
-            "",
-            openflow::ofctl::flow::FlowCommand::Add,
-        )?;
-        self.flow_mods(bridge, entries.into_iter().map(FlowMod::add).collect())
+        let mods = self
+            .switch()
+            .parse_flow_mods(bridge, flows, "", FlowCommand::Add)?;
+        self.flow_mods(bridge, mods)
     }
 
     /// `ovs-ofctl del-flows BRIDGE [MATCH]` through the datapath.
     pub fn del_flows_text(&self, bridge: &str, flow: &str) -> Result<FlowModOutcome, SwitchError> {
-        let entries = self.switch().parse_flows(
-            bridge,
-            &[flow],
-            "",
-            openflow::ofctl::flow::FlowCommand::Delete,
-        )?;
-        self.flow_mods(
-            bridge,
-            entries
-                .into_iter()
-                .map(|e| FlowMod::delete(e, false))
-                .collect(),
-        )
+        let mods = self
+            .switch()
+            .parse_flow_mods(bridge, &[flow], "", FlowCommand::Delete)?;
+        self.flow_mods(bridge, mods)
     }
 
     /// Runs an `ovs-vsctl` command line on the switch; every megaflow is revalidated.

@@ -139,6 +139,34 @@ impl PmdStats {
         }
     }
 
+    /// The counters of several PMDs added up (gauges too: megaflows, subtables, cache bytes).
+    pub fn sum(all: &[PmdStats]) -> PmdStats {
+        let mut t = PmdStats::default();
+        for s in all {
+            t.packets += s.packets;
+            t.emc_hits += s.emc_hits;
+            t.megaflow_hits += s.megaflow_hits;
+            t.upcalls += s.upcalls;
+            t.megaflow_limit_hits += s.megaflow_limit_hits;
+            t.userspace += s.userspace;
+            for (r, n) in s.drops.iter() {
+                t.drops.add(r, n);
+            }
+            t.megaflows += s.megaflows;
+            t.subtables += s.subtables;
+            t.expired += s.expired;
+            t.revalidations += s.revalidations;
+            t.retranslated += s.retranslated;
+            t.revalidated_out += s.revalidated_out;
+            t.busy_cycles += s.busy_cycles;
+            t.idle_cycles += s.idle_cycles;
+            t.iterations += s.iterations;
+            t.emc_sampling |= s.emc_sampling;
+            t.cache_bytes += s.cache_bytes;
+        }
+        t
+    }
+
     /// The counters as `(name, value)` pairs (`drop_<reason>` for drops).
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![

@@ -149,23 +149,16 @@ fn a_flow_table_change_is_seen_by_the_next_packet() {
     .expect("valid");
     assert_eq!(r.out_ports("p1", &f), ["p3"]);
     // Modify its actions.
-    let entries =
+    let mods =
         r.of.switch()
-            .parse_flows(
+            .parse_flow_mods(
                 "br0",
                 &["priority=20,udp,nw_src=10.0.0.1,actions=output:p1"],
                 "",
                 openflow::ofctl::flow::FlowCommand::ModifyStrict,
             )
             .expect("valid");
-    r.of.flow_mods(
-        "br0",
-        entries
-            .into_iter()
-            .map(|e| pipeline::switch::FlowMod::modify(e, true))
-            .collect(),
-    )
-    .expect("valid");
+    r.of.flow_mods("br0", mods).expect("valid");
     assert_eq!(r.out_ports("p2", &f), ["p1"]);
     // Delete it: back to p2.
     r.of.del_flows_text("br0", "udp,nw_src=10.0.0.1")

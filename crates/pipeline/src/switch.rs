@@ -662,6 +662,32 @@ impl Switch {
             .collect()
     }
 
+    /// Parses flows as [`Switch::parse_flows`] does and makes each the flow_mod `command`
+    /// says (`add`, `mod`/`mod --strict`, `del`/`del --strict`).
+    pub fn parse_flow_mods(
+        &self,
+        bridge: &str,
+        flows: &[&str],
+        ofctl_options: &str,
+        command: openflow::ofctl::flow::FlowCommand,
+    ) -> Result<Vec<FlowMod>, SwitchError> {
+        use openflow::ofctl::flow::FlowCommand;
+        let make: fn(FlowEntry) -> FlowMod = match command {
+            FlowCommand::Add => FlowMod::add,
+            FlowCommand::Modify => |e| FlowMod::modify(e, false),
+            FlowCommand::ModifyStrict => |e| FlowMod::modify(e, true),
+            FlowCommand::Delete => |e| FlowMod::delete(e, false),
+            FlowCommand::DeleteStrict => |e| FlowMod::delete(e, true),
+            FlowCommand::Query => {
+                return Err(SwitchError::Parse(
+                    "a dump-flows match is not a flow_mod".to_string(),
+                ))
+            }
+        };
+        let entries = self.parse_flows(bridge, flows, ofctl_options, command)?;
+        Ok(entries.into_iter().map(make).collect())
+    }
+
     /// `ovs-ofctl add-flows`: parses and adds `flows` as one bundle.
     pub fn add_flows_text(
         &mut self,
@@ -669,13 +695,13 @@ impl Switch {
         flows: &[&str],
         ofctl_options: &str,
     ) -> Result<FlowModOutcome, SwitchError> {
-        let entries = self.parse_flows(
+        let mods = self.parse_flow_mods(
             bridge,
             flows,
             ofctl_options,
             openflow::ofctl::flow::FlowCommand::Add,
         )?;
-        self.flow_mods(bridge, entries.into_iter().map(FlowMod::add).collect())
+        self.flow_mods(bridge, mods)
     }
 
     /// `ovs-ofctl del-flows BRIDGE [MATCH]` (non-strict).
@@ -684,19 +710,13 @@ impl Switch {
         bridge: &str,
         flow: &str,
     ) -> Result<FlowModOutcome, SwitchError> {
-        let entries = self.parse_flows(
+        let mods = self.parse_flow_mods(
             bridge,
             &[flow],
             "",
             openflow::ofctl::flow::FlowCommand::Delete,
         )?;
-        self.flow_mods(
-            bridge,
-            entries
-                .into_iter()
-                .map(|e| FlowMod::delete(e, false))
-                .collect(),
-        )
+        self.flow_mods(bridge, mods)
     }
 
     /// `ovs-ofctl replace-flows`: the bridge's tables hold exactly `flows` afterwards (one
