@@ -93,25 +93,6 @@ pub fn ceiling_mpps(capture: &Arc<Capture>, core: Option<usize>, secs: f64) -> a
         .map_err(|_| anyhow::anyhow!("the ceiling thread panicked"))?
 }
 
-fn sum_stats(dp_stats: &[PmdStats]) -> PmdStats {
-    let mut t = PmdStats::default();
-    for s in dp_stats {
-        t.packets += s.packets;
-        t.emc_hits += s.emc_hits;
-        t.megaflow_hits += s.megaflow_hits;
-        t.upcalls += s.upcalls;
-        t.megaflow_limit_hits += s.megaflow_limit_hits;
-        t.busy_cycles += s.busy_cycles;
-        t.idle_cycles += s.idle_cycles;
-        t.megaflows += s.megaflows;
-        t.cache_bytes += s.cache_bytes;
-        for (r, n) in s.drops.iter() {
-            t.drops.add(r, n);
-        }
-    }
-    t
-}
-
 /// A switch with `br0`, `p0` (port 1) and `p1` (port 2) and the point's rules loaded;
 /// returns it with the seconds the load took.
 pub fn build_switch(point: &Point) -> anyhow::Result<(OfDatapath, f64, u64)> {
@@ -174,7 +155,7 @@ pub fn run_point(point: &Point, opts: &RunOptions) -> anyhow::Result<PointResult
         vlan_limit: 1,
     });
 
-    let sample = || sum_stats(&dp.pmd_stats());
+    let sample = || PmdStats::sum(&dp.pmd_stats());
     let warm0 = Instant::now();
     let mut rates: Vec<f64> = Vec::new();
     let mut prev = sample();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use datapath::flows::{flow_index, flow_tuple, flows_pcap};
+use datapath::flows::{flow_index, flows_pcap};
 use datapath::netdev::null::NullNetdev;
 use datapath::netdev::pcap_replay::{PcapReplay, ReplayConfig};
 use datapath::netdev::Netdev;
@@ -20,6 +20,8 @@ use datapath::pcap::Capture;
 use datapath::{DpPort, PmdConfig, PmdStats, PmdThreads};
 use pipeline::switch::{FlowMod, Switch};
 use serde::Serialize;
+
+use crate::rules::exact_rule;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -103,11 +105,6 @@ impl InsertResult {
     }
 }
 
-fn exact_rule(i: u32, port: &str) -> String {
-    let (s, d, sp, dp) = flow_tuple(i);
-    format!("priority=100,udp,nw_src={s},nw_dst={d},tp_src={sp},tp_dst={dp},actions=output:{port}")
-}
-
 fn pin(core: Option<usize>) {
     if let Some(c) = core {
         core_affinity::set_for_current(core_affinity::CoreId { id: c });
@@ -115,9 +112,8 @@ fn pin(core: Option<usize>) {
 }
 
 fn total(stats: &[PmdStats]) -> (u64, u64, u64) {
-    stats.iter().fold((0, 0, 0), |(p, d, r), s| {
-        (p + s.packets, d + s.drops.total(), r + s.retranslated)
-    })
+    let t = PmdStats::sum(stats);
+    (t.packets, t.drops.total(), t.retranslated)
 }
 
 /// Runs the scenario.

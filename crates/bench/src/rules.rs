@@ -7,6 +7,15 @@ use datapath::flows::flow_tuple;
 
 use crate::point::Ruleset;
 
+/// The exact 5-tuple rule of flow `i` (priority 100, forwarding to `out_port`), one line
+/// without its newline.
+pub fn exact_rule(i: u32, out_port: &str) -> String {
+    let (src, dst, sport, dport) = flow_tuple(i);
+    format!(
+        "priority=100,udp,nw_src={src},nw_dst={dst},tp_src={sport},tp_dst={dport},actions=output:{out_port}"
+    )
+}
+
 /// The rule file of `ruleset` for `n_flows` flows, forwarding to `out_port` (a port name such
 /// as `p1`, which `ovs-ofctl` resolves, or a number). One rule a line, `\n`-terminated.
 pub fn rules_text(ruleset: Ruleset, n_flows: u32, out_port: &str) -> String {
@@ -17,12 +26,8 @@ pub fn rules_text(ruleset: Ruleset, n_flows: u32, out_port: &str) -> String {
         Ruleset::Exact => {
             let mut s = String::with_capacity(usize::try_from(n_flows).unwrap_or(0) * 100 + 32);
             for i in 0..n_flows {
-                let (src, dst, sport, dport) = flow_tuple(i);
                 // Writing to a String cannot fail.
-                let _ = writeln!(
-                    s,
-                    "priority=100,udp,nw_src={src},nw_dst={dst},tp_src={sport},tp_dst={dport},actions={act}"
-                );
+                let _ = writeln!(s, "{}", exact_rule(i, out_port));
             }
             s.push_str("priority=0,actions=drop\n");
             s
