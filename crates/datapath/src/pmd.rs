@@ -53,7 +53,7 @@ use crate::megaflow::{FlowId, MegaflowTable};
 use crate::netdev::Netdev;
 use crate::pool::{Pool, PoolConfig};
 use crate::stats::DropCounts;
-use crate::upcall::{Change, KeyHash, UpcallError, UpcallRequest};
+use crate::upcall::{Change, Projections, UpcallError, UpcallRequest};
 use crate::{cycles, exec};
 
 /// A PMD thread's settings.
@@ -788,7 +788,7 @@ impl Pmd {
         let mac = self.dp.upcall().mac_epoch();
         let mac_changed = mac != self.mac_epoch;
         self.stats.revalidations += 1;
-        let mut proj = HashMap::with_hasher(KeyHash::default());
+        let mut proj = Projections::default();
         let ids: Vec<FlowId> = self.megaflows.ids().collect();
         for id in ids {
             let Some((mkey, mmask)) = self.megaflows.megaflow(id) else {
@@ -853,7 +853,7 @@ fn affects(
     f: &FlowData,
     key: &FlowKey,
     mask: &FlowKey,
-    proj: &mut HashMap<(usize, FlowKey), std::collections::HashSet<FlowKey, KeyHash>, KeyHash>,
+    proj: &mut Projections,
 ) -> bool {
     if !f.deps.lookups_on_input {
         return true;

@@ -98,70 +98,115 @@ impl std::hash::Hasher for KeyHasher {
 /// The [`std::hash::BuildHasher`] of [`KeyHasher`].
 pub type KeyHash = std::hash::BuildHasherDefault<KeyHasher>;
 
-/// Rules added to one table, grouped by mask: for each mask, the set of masked values.
+/// A 64-bit hash of a sequence of words (multiply-rotate, finished with an avalanche).
+fn words_hash(words: impl Iterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    for w in words {
+        h = (h.rotate_left(23) ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    h ^= h >> 32;
+    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    h ^ (h >> 29)
+}
+
+/// The added rules of one mask: the mask's non-zero words and, per rule, its masked value in
+/// those words (a few words a rule, not a whole key), with the set of their hashes.
+#[derive(Debug, Clone)]
+struct Group {
+    mask: FlowKey,
+    idx: Box<[u8]>,
+    values: Vec<u64>,
+    hashes: HashSet<u64, KeyHash>,
+}
+
+/// Per (group, megaflow mask): the hashes of the group's values under that mask.
+pub type Projections = HashMap<(usize, FlowKey), HashSet<u64, KeyHash>, KeyHash>;
+
+/// Rules added to one table, grouped by mask.
+///
+/// Membership is tested by hash: a collision can only make [`AddedRules::overlaps`] say yes
+/// where the answer is no, which costs a needless retranslation, never a stale megaflow.
 #[derive(Debug, Default, Clone)]
 pub struct AddedRules {
-    groups: Vec<(FlowKey, HashSet<FlowKey, KeyHash>)>,
+    groups: Vec<Group>,
+    n_rules: usize,
 }
 
 impl AddedRules {
     /// Groups `matches` by mask.
     pub fn new<'a>(matches: impl IntoIterator<Item = &'a Match>) -> AddedRules {
-        let mut by_mask: HashMap<FlowKey, HashSet<FlowKey, KeyHash>, KeyHash> = HashMap::default();
+        let mut by_mask: HashMap<FlowKey, usize, KeyHash> = HashMap::default();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut n_rules = 0;
         for m in matches {
-            by_mask.entry(*m.mask()).or_default().insert(*m.value());
+            let g = *by_mask.entry(*m.mask()).or_insert_with(|| {
+                let idx: Box<[u8]> = (0..m.mask().words.len())
+                    .filter(|i| m.mask().words[*i] != 0)
+                    .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
+                    .collect();
+                groups.push(Group {
+                    mask: *m.mask(),
+                    idx,
+                    values: Vec::new(),
+                    hashes: HashSet::default(),
+                });
+                groups.len() - 1
+            });
+            let grp = &mut groups[g];
+            let words = grp
+                .idx
+                .iter()
+                .map(|i| m.value().words[usize::from(*i)] & m.mask().words[usize::from(*i)]);
+            grp.hashes.insert(words_hash(words.clone()));
+            grp.values.extend(words);
+            n_rules += 1;
         }
-        AddedRules {
-            groups: by_mask.into_iter().collect(),
-        }
+        AddedRules { groups, n_rules }
     }
 
     /// Number of rules.
     pub fn len(&self) -> usize {
-        self.groups.iter().map(|(_, s)| s.len()).sum()
+        self.n_rules
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
+        self.n_rules == 0
     }
 
     /// Whether some added rule matches some key of the megaflow `(key, mask)`: they agree on
     /// every bit both masks cover. `projections` caches, per group and megaflow mask, the
     /// group's values under that mask (built the first time a megaflow of that mask asks).
-    pub fn overlaps(
-        &self,
-        key: &FlowKey,
-        mask: &FlowKey,
-        projections: &mut HashMap<(usize, FlowKey), HashSet<FlowKey, KeyHash>, KeyHash>,
-    ) -> bool {
-        for (g, (gmask, values)) in self.groups.iter().enumerate() {
-            let mut common = FlowKey::default();
-            let mut inside = true;
-            for i in 0..common.words.len() {
-                common.words[i] = gmask.words[i] & mask.words[i];
-                inside &= gmask.words[i] & !mask.words[i] == 0;
-            }
-            let mut probe = FlowKey::default();
-            for i in 0..probe.words.len() {
-                probe.words[i] = key.words[i] & common.words[i];
-            }
+    pub fn overlaps(&self, key: &FlowKey, mask: &FlowKey, projections: &mut Projections) -> bool {
+        for (g, grp) in self.groups.iter().enumerate() {
+            let inside = grp
+                .idx
+                .iter()
+                .all(|i| grp.mask.words[usize::from(*i)] & !mask.words[usize::from(*i)] == 0);
+            let probe = words_hash(grp.idx.iter().map(|i| {
+                let i = usize::from(*i);
+                key.words[i] & grp.mask.words[i] & mask.words[i]
+            }));
             let hit = if inside {
-                values.contains(&probe)
+                grp.hashes.contains(&probe)
             } else {
-                let set = projections.entry((g, *mask)).or_insert_with(|| {
-                    values
-                        .iter()
-                        .map(|v| {
-                            let mut p = FlowKey::default();
-                            for i in 0..p.words.len() {
-                                p.words[i] = v.words[i] & common.words[i];
-                            }
-                            p
-                        })
-                        .collect()
-                });
-                set.contains(&probe)
+                projections
+                    .entry((g, *mask))
+                    .or_insert_with(|| {
+                        let n = grp.idx.len().max(1);
+                        grp.values
+                            .chunks(n)
+                            .map(|v| {
+                                words_hash(
+                                    grp.idx
+                                        .iter()
+                                        .zip(v)
+                                        .map(|(i, w)| w & mask.words[usize::from(*i)]),
+                                )
+                            })
+                            .collect()
+                    })
+                    .contains(&probe)
             };
             if hit {
                 return true;
@@ -216,6 +261,7 @@ mod tests {
     #[test]
     fn overlap_inside_and_outside_the_megaflow_mask() {
         let added = AddedRules::new(&[m(0x0a00_0001, 0xffff_ffff)]);
+        assert_eq!(added.len(), 1);
         let mut proj = HashMap::default();
         // A megaflow that matches nw_src exactly.
         let mut key = FlowKey::default();
