@@ -788,7 +788,9 @@ impl Pmd {
         let mac = self.dp.upcall().mac_epoch();
         let mac_changed = mac != self.mac_epoch;
         self.stats.revalidations += 1;
-        let mut proj = Projections::default();
+        // One projection cache per change: each caches its own groups' values.
+        let n_changes = changes.as_ref().map_or(0, Vec::len);
+        let mut projs: Vec<Projections> = (0..n_changes).map(|_| Projections::default()).collect();
         let ids: Vec<FlowId> = self.megaflows.ids().collect();
         for id in ids {
             let Some((mkey, mmask)) = self.megaflows.megaflow(id) else {
@@ -800,7 +802,10 @@ impl Pmd {
             let need = (mac_changed && f.deps.used_normal)
                 || match &changes {
                     None => true,
-                    Some(cs) => cs.iter().any(|c| affects(c, f, &mkey, &mmask, &mut proj)),
+                    Some(cs) => cs
+                        .iter()
+                        .zip(projs.iter_mut())
+                        .any(|(c, proj)| affects(c, f, &mkey, &mmask, proj)),
                 };
             if !need {
                 continue;
