@@ -449,9 +449,24 @@ fn pmd_threads_wait_for_acknowledgement() {
         .expect("valid");
         assert_eq!(deliver(&ports), [target], "round {round}");
     }
+    // Deletes and re-adds (table changes, not only additions) are acknowledged the same way.
+    for round in 0..10 {
+        if round % 2 == 0 {
+            of.del_flows_text("br0", "udp,nw_src=10.0.0.1")
+                .expect("valid");
+            assert_eq!(deliver(&ports), ["p2"], "delete round {round}");
+        } else {
+            of.add_flows_text(
+                "br0",
+                &["priority=20,udp,nw_src=10.0.0.1,actions=output:p3"],
+            )
+            .expect("valid");
+            assert_eq!(deliver(&ports), ["p3"], "re-add round {round}");
+        }
+    }
     let stats = threads.stop();
     assert_eq!(stats.len(), 1);
-    assert_eq!(stats[0].packets, 21);
+    assert_eq!(stats[0].packets, 31);
 }
 
 /// A random rule set over two fields with output-or-drop actions.
