@@ -99,6 +99,31 @@ impl Rig {
             .collect()
     }
 
+    /// The ports a full translation (no cache) sends `frame` to when it arrives on `port`,
+    /// sorted, each once.
+    fn translated_ports(&self, port: &str, frame: &[u8]) -> Vec<String> {
+        let sw = self.of.switch();
+        let dp = sw.layout().port_by_name(port).and_then(|p| p.dp_port);
+        let mut k = FlowKey::default();
+        packet::extract::extract(frame, &mut k);
+        k.set_in_port(dp.expect("the port has a datapath number"));
+        let up = sw
+            .upcall(&k, pipeline::xlate::XlateOptions::default())
+            .expect("port");
+        let mut names: Vec<String> = up
+            .output
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                DpAction::Output(p) => sw.layout().port_by_dp(*p).map(|l| l.name.clone()),
+                _ => None,
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     fn out_ports(&mut self, port: &str, frame: &[u8]) -> Vec<String> {
         self.send(port, &[frame.to_vec()]);
         self.taken().into_keys().collect()
@@ -517,22 +542,8 @@ proptest! {
             }
             for (src, dport) in packets {
                 let f = udp(0x0a00_0000 + u32::from(src), dport, 64);
+                let want = r.translated_ports("p1", &f);
                 let got = r.out_ports("p1", &f);
-                let mut k = FlowKey::default();
-                packet::extract::extract(&f, &mut k);
-                let p1 = r.of.switch().layout().port_by_name("p1").and_then(|p| p.dp_port);
-                k.set_in_port(p1.expect("p1 has a datapath port"));
-                let want: Vec<String> = {
-                    let sw = r.of.switch();
-                    let up = sw.upcall(&k, pipeline::xlate::XlateOptions::default()).expect("port");
-                    let mut names: Vec<String> = up.output.actions.iter().filter_map(|a| match a {
-                        DpAction::Output(p) => sw.layout().port_by_dp(*p).map(|l| l.name.clone()),
-                        _ => None,
-                    }).collect();
-                    names.sort();
-                    names.dedup();
-                    names
-                };
                 prop_assert_eq!(got, want);
             }
         }
@@ -764,8 +775,6 @@ proptest! {
     ) {
         let mut r = rig(&[]);
         let mut added: Vec<String> = Vec::new();
-        let p1 = r.of.switch().layout().port_by_name("p1").and_then(|p| p.dp_port);
-        let p1 = p1.expect("p1 has a datapath port");
         for step in steps {
             match step {
                 Step::Add(t, p, s, d, a) => {
@@ -787,21 +796,8 @@ proptest! {
                 Step::Send(packets) => {
                     for (src, dport) in packets {
                         let f = udp(0x0a00_0000 + u32::from(src), dport, 64);
+                        let want = r.translated_ports("p1", &f);
                         let got = r.out_ports("p1", &f);
-                        let mut k = FlowKey::default();
-                        packet::extract::extract(&f, &mut k);
-                        k.set_in_port(p1);
-                        let want: Vec<String> = {
-                            let sw = r.of.switch();
-                            let up = sw.upcall(&k, pipeline::xlate::XlateOptions::default()).expect("port");
-                            let mut names: Vec<String> = up.output.actions.iter().filter_map(|a| match a {
-                                DpAction::Output(p) => sw.layout().port_by_dp(*p).map(|l| l.name.clone()),
-                                _ => None,
-                            }).collect();
-                            names.sort();
-                            names.dedup();
-                            names
-                        };
                         prop_assert_eq!(got, want, "packet src {} dport {}", src, dport);
                     }
                 }
