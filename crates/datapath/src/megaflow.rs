@@ -114,9 +114,10 @@ impl Subtable {
             .all(|((i, m), w)| key.words[usize::from(*i)] & m == *w)
     }
 
-    /// The flow whose masked key equals `key` under this mask, given the key's hash.
+    /// Walks the probe sequence of `hash` (linear probing) to the first occupied bucket whose
+    /// value satisfies `hit`; `None` at the first empty bucket.
     #[inline(always)]
-    fn find(&self, key: &FlowKey, hash: u32) -> Option<FlowId> {
+    fn probe(&self, hash: u32, hit: impl Fn(u64) -> bool) -> Option<usize> {
         let cap = self.buckets.len() - 1;
         let mut b = self.bucket_of(hash);
         loop {
@@ -124,14 +125,26 @@ impl Subtable {
             if v == 0 {
                 return None;
             }
-            if (v >> 32) as u32 == hash {
-                let e = (v & 0xffff_ffff) as usize - 1;
-                if self.entry_matches(e, key) {
-                    return Some(self.flow_of[e]);
-                }
+            if hit(v) {
+                return Some(b);
             }
             b = (b + 1) & cap;
         }
+    }
+
+    /// The entry a bucket value points to.
+    #[inline(always)]
+    fn entry_of(v: u64) -> usize {
+        (v & 0xffff_ffff) as usize - 1
+    }
+
+    /// The flow whose masked key equals `key` under this mask, given the key's hash.
+    #[inline(always)]
+    fn find(&self, key: &FlowKey, hash: u32) -> Option<FlowId> {
+        let b = self.probe(hash, |v| {
+            (v >> 32) as u32 == hash && self.entry_matches(Self::entry_of(v), key)
+        })?;
+        Some(self.flow_of[Self::entry_of(self.buckets[b])])
     }
 
     #[inline(always)]
@@ -144,7 +157,7 @@ impl Subtable {
     fn prefetch_key(&self, hash: u32) {
         let v = self.buckets[self.bucket_of(hash)];
         if v != 0 {
-            let e = (v & 0xffff_ffff) as usize - 1;
+            let e = Self::entry_of(v);
             if let Some(w) = self.keys.get(e * self.idx.len()) {
                 prefetch(w);
             }
@@ -186,20 +199,8 @@ impl Subtable {
 
     /// The bucket holding entry `e`.
     fn bucket_of_entry(&self, e: usize) -> Option<usize> {
-        let key = self.entry_key(e);
-        let hash = self.hash(&key);
-        let cap = self.buckets.len() - 1;
-        let mut b = self.bucket_of(hash);
-        loop {
-            let v = self.buckets[b];
-            if v == 0 {
-                return None;
-            }
-            if (v & 0xffff_ffff) as usize == e + 1 {
-                return Some(b);
-            }
-            b = (b + 1) & cap;
-        }
+        let hash = self.hash(&self.entry_key(e));
+        self.probe(hash, |v| Self::entry_of(v) == e)
     }
 
     /// The masked key of entry `e` as a full key.
