@@ -250,7 +250,7 @@ pub fn run_point(point: &Point, opts: &RunOptions) -> anyhow::Result<PointResult
         }),
     );
     if let Some(f) = final_stats.first() {
-        extra.insert("emc_sampling".into(), f.emc_sampling.into());
+        extra.insert("emc_off".into(), f.emc_off.into());
     }
     r.extra = extra;
     Ok(r)

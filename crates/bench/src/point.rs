@@ -3,7 +3,8 @@
 //!
 //! The matrix is the one of `shared/peers/ovs-dpdk`: frames of 64 B and 1518 B on the wire
 //! (60 B and 1514 B in the pcap), 1K, 8K, 64K and 256K flows (flow `i` as in
-//! `datapath::flows`), and the rule sets `single`, `single-udp` and `exact` ([`Ruleset`]).
+//! `datapath::flows`), and the rule sets `single`, `single-udp` and `exact` ([`Ruleset`]). The
+//! rule set `mixed` (ours, outside the default matrix) makes megaflows of two masks.
 //!
 //! [`Hits`] are *counts* of packets over the measurement window (not fractions): the packets
 //! served by each cache level. [`Hits::percent`] turns them into shares of [`Hits::total`].
@@ -25,6 +26,11 @@ pub enum Ruleset {
     SingleUdp,
     /// One exact 5-tuple rule per flow (priority 100) plus `priority=0,actions=drop`.
     Exact,
+    /// Not in `gen_rules.py` and not in the default matrix: two kinds of rules, so the
+    /// translations produce megaflows of more than one mask (the case the exact-match cache is
+    /// for). Even flows have their exact 5-tuple rule (priority 100); odd flows are forwarded by
+    /// `priority=10,udp,nw_src=198.18.0.0/16`, with `priority=0,actions=drop` below.
+    Mixed,
 }
 
 impl Ruleset {
@@ -37,6 +43,7 @@ impl Ruleset {
             Ruleset::Single => "single",
             Ruleset::SingleUdp => "single-udp",
             Ruleset::Exact => "exact",
+            Ruleset::Mixed => "mixed",
         }
     }
 }
@@ -69,6 +76,7 @@ impl FromStr for Ruleset {
             "single" => Ok(Ruleset::Single),
             "single-udp" | "single_udp" => Ok(Ruleset::SingleUdp),
             "exact" => Ok(Ruleset::Exact),
+            "mixed" => Ok(Ruleset::Mixed),
             other => Err(FilterError::Ruleset(other.to_owned())),
         }
     }

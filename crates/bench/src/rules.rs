@@ -23,11 +23,15 @@ pub fn rules_text(ruleset: Ruleset, n_flows: u32, out_port: &str) -> String {
     match ruleset {
         Ruleset::Single => format!("priority=0,actions={act}\n"),
         Ruleset::SingleUdp => format!("priority=1,udp,actions={act}\n"),
-        Ruleset::Exact => {
+        Ruleset::Exact | Ruleset::Mixed => {
+            let mixed = ruleset == Ruleset::Mixed;
             let mut s = String::with_capacity(usize::try_from(n_flows).unwrap_or(0) * 100 + 32);
-            for i in 0..n_flows {
+            for i in (0..n_flows).filter(|i| !mixed || i % 2 == 0) {
                 // Writing to a String cannot fail.
                 let _ = writeln!(s, "{}", exact_rule(i, out_port));
+            }
+            if mixed {
+                let _ = writeln!(s, "priority=10,udp,nw_src=198.18.0.0/16,actions={act}");
             }
             s.push_str("priority=0,actions=drop\n");
             s
@@ -40,6 +44,7 @@ pub fn rule_count(ruleset: Ruleset, n_flows: u32) -> u64 {
     match ruleset {
         Ruleset::Single | Ruleset::SingleUdp => 1,
         Ruleset::Exact => u64::from(n_flows) + 1,
+        Ruleset::Mixed => u64::from(n_flows.div_ceil(2)) + 2,
     }
 }
 
@@ -87,6 +92,25 @@ mod tests {
             "priority=1,udp,actions=output:p1\n"
         );
         assert_eq!(rule_count(Ruleset::SingleUdp, 1_000), 1);
+    }
+
+    #[test]
+    fn mixed_has_exact_rules_for_even_flows_and_a_prefix_rule() {
+        let text = rules_text(Ruleset::Mixed, 5, "p1");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                exact_rule(0, "p1").as_str(),
+                exact_rule(2, "p1").as_str(),
+                exact_rule(4, "p1").as_str(),
+                "priority=10,udp,nw_src=198.18.0.0/16,actions=output:p1",
+                "priority=0,actions=drop",
+            ]
+        );
+        assert_eq!(rule_count(Ruleset::Mixed, 5), 5);
+        assert_eq!(rule_count(Ruleset::Mixed, 4), 4);
+        assert_eq!(rules_text(Ruleset::Mixed, 4, "p1").lines().count(), 4);
     }
 
     #[test]

@@ -118,6 +118,17 @@ fn emc(c: &mut Criterion) {
             black_box(emc.lookup(key_hash(k), k, &t))
         })
     });
+    let hashes: Vec<u32> = keys.iter().map(key_hash).collect();
+    let mut j = 0usize;
+    c.bench_function("emc/lookup-batch32-hit (per batch)", |b| {
+        b.iter(|| {
+            let at = (j % (keys.len() / 32)) * 32;
+            j += 1;
+            let mut found = [None; 32];
+            let hits = emc.lookup_batch(&hashes[at..at + 32], &keys[at..at + 32], &t, &mut found);
+            black_box((hits, found))
+        })
+    });
 }
 
 fn execution(c: &mut Criterion) {

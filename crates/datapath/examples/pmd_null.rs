@@ -6,7 +6,7 @@
 //!     [--frame-len 64] [--seconds 5] [--megaflow-limit N] [--emc ENTRIES]
 //! ```
 //!
-//! Rule sets as `ferrovs-bench datapath`: `single`, `single-udp`, `exact`.
+//! Rule sets as `ferrovs-bench datapath`: `single`, `single-udp`, `exact`, `mixed`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -25,8 +25,35 @@ fn rules(ruleset: &str, flows: u32) -> Vec<String> {
     match ruleset {
         "single" => vec!["priority=0,actions=output:p1".into()],
         "single-udp" => vec!["priority=1,udp,actions=output:p1".into()],
-        _ => {
+        "masks8" => {
             let mut v: Vec<String> = (0..flows)
+                .map(|i| {
+                    let (s, d, sp, dp) = flow_tuple(i);
+                    let j = i % 8;
+                    let f = [
+                        format!("nw_src={s},nw_dst={d},tp_src={sp},tp_dst={dp}"),
+                        format!("nw_src={s},nw_dst={d},tp_src={sp}"),
+                        format!("nw_src={s},nw_dst={d},tp_dst={dp}"),
+                        format!("nw_src={s},tp_src={sp},tp_dst={dp}"),
+                        format!("nw_src={s},nw_dst={d}"),
+                        format!("nw_src={s},tp_src={sp}"),
+                        format!("nw_src={s},tp_dst={dp}"),
+                        format!("nw_src={s}"),
+                    ];
+                    format!(
+                        "priority={},udp,{},actions=output:p1",
+                        100 - j,
+                        f[j as usize]
+                    )
+                })
+                .collect();
+            v.push("priority=0,actions=drop".into());
+            v
+        }
+        _ => {
+            let mixed = ruleset == "mixed";
+            let mut v: Vec<String> = (0..flows)
+                .filter(|i| !mixed || i % 2 == 0)
                 .map(|i| {
                     let (s, d, sp, dp) = flow_tuple(i);
                     format!(
@@ -34,6 +61,9 @@ fn rules(ruleset: &str, flows: u32) -> Vec<String> {
                     )
                 })
                 .collect();
+            if mixed {
+                v.push("priority=10,udp,nw_src=198.18.0.0/16,actions=output:p1".into());
+            }
             v.push("priority=0,actions=drop".into());
             v
         }

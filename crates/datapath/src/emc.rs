@@ -10,31 +10,52 @@
 //! With no key copies, 65,536 entries take 512 KiB, where OVS's 8,192 entries take several
 //! megabytes, and no flow is ever copied into the cache.
 //!
+//! # When it is used: measured, not assumed
+//!
+//! With our megaflow cache an EMC hit is not always cheaper than the megaflow probes it saves:
+//! with one subtable it never is, with two it was slower in `pmd_null` (1K flows, rule set
+//! `mixed`: 165 against 149 cycles/packet; 256K: 395 against 271), and with eight masks it
+//! was faster at 1K flows and slower at 64K (where most lookups miss the EMC's 65,536 slots
+//! anyway). So the cache decides from its own cost, per PMD thread:
+//! - it is never consulted while the megaflow cache has at most one subtable;
+//! - otherwise it runs a **trial**: [`WARM_BATCHES`] batches with the cache (filling it), then
+//!   [`TRIAL_BATCHES`] batches timed with it and as many timed without it, the time being the
+//!   cycles of the lookup stage (EMC lookups and offers plus megaflow lookups; upcalls and
+//!   actions are not counted). The cache stays on for the next [`DECIDED_BATCHES`] batches if
+//!   it was at least [`MIN_GAIN_PERCENT`] % cheaper per packet, off otherwise; then the next
+//!   trial. Trials cost about 4 % of the batches, timed with two `rdtsc` each; the decided
+//!   batches are not timed.
+//!
 //! # Insertion policy (no thrashing at 256K flows)
 //!
 //! OVS inserts with probability 1/100 and keeps probing a cache that misses 97 % of the time
-//! at 256K flows. Here the cache watches its own hit ratio per epoch of lookups:
-//! - it is consulted only when the megaflow cache has more than one subtable ([`Emc::worth_it`];
-//!   with one subtable a megaflow probe costs what an EMC probe costs);
-//! - an epoch whose hit ratio falls below [`MIN_HIT_PERMILLE`] turns the cache to *sampling*: only
-//!   one batch in [`SAMPLE_EVERY`] looks up and inserts, which is enough to notice when the traffic
-//!   becomes cacheable again; an epoch above the threshold turns it back on.
-//! - an entry is replaced on a megaflow hit only when its slot is empty or its flow is gone, or one
-//!   time in [`REPLACE_EVERY`], so a working set larger than the cache keeps a stable resident part
-//!   instead of evicting it continuously.
+//! at 256K flows. Here an entry is replaced on a megaflow hit only when its slot is empty or
+//! its flow is gone, or one time in [`REPLACE_EVERY`], so a working set larger than the cache
+//! keeps a stable resident part instead of evicting it continuously (and the trial turns the
+//! cache off when even that does not pay).
+//!
+//! # Lookups come in batches
+//!
+//! [`Emc::lookup_batch`] reads a batch's slots, then the candidate flows' slots in the megaflow
+//! table, then their key words, prefetching each level for the whole batch before the next, so
+//! the cache misses of 32 packets overlap instead of adding up.
 
 use packet::key::{FlowKey, KEY_WORDS};
 
+use crate::cycles::prefetch;
 use crate::megaflow::{FlowId, MegaflowTable};
+use crate::BATCH_SIZE;
 
 /// Entries by default (a power of two).
 pub const DEFAULT_ENTRIES: usize = 1 << 16;
-/// Lookups per epoch of the adaptive policy.
-pub const EPOCH_LOOKUPS: u64 = 1 << 18;
-/// Hit ratio (per mille) below which the cache only samples.
-pub const MIN_HIT_PERMILLE: u64 = 100;
-/// In sampling mode, one batch in this many uses the cache.
-pub const SAMPLE_EVERY: u64 = 16;
+/// Batches with the cache, untimed, that start a trial (they fill it).
+pub const WARM_BATCHES: u32 = 512;
+/// Timed batches with, then without, the cache in a trial.
+pub const TRIAL_BATCHES: u32 = 1024;
+/// Batches between two trials.
+pub const DECIDED_BATCHES: u32 = 1 << 16;
+/// How much cheaper per packet the lookup stage must be with the cache for it to stay on.
+pub const MIN_GAIN_PERCENT: u64 = 3;
 /// An occupied slot of a live flow is replaced once in this many chances.
 pub const REPLACE_EVERY: u32 = 32;
 
@@ -61,10 +82,23 @@ fn slot_flow(v: u64) -> FlowId {
 /// Whether the cache is consulted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EmcMode {
-    /// Consulted on every batch (while it pays).
+    /// Consulted while its trials say it pays.
     Auto,
     /// Never consulted.
     Off,
+}
+
+/// Where the cost-based policy stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Filling the cache for a trial: `left` batches with it, untimed.
+    Warm { left: u32 },
+    /// Timed batches with the cache.
+    With { left: u32 },
+    /// Timed batches without it.
+    Without { left: u32 },
+    /// The trial's outcome holds for `left` more batches.
+    Decided { on: bool, left: u32 },
 }
 
 /// The exact-match cache of one PMD thread.
@@ -72,10 +106,12 @@ pub enum EmcMode {
 pub struct Emc {
     entries: Box<[u64]>,
     mode: EmcMode,
-    sampling: bool,
-    batches: u64,
-    epoch_lookups: u64,
-    epoch_hits: u64,
+    phase: Phase,
+    /// Cycles and packets of the current trial, with and without the cache.
+    with: (u64, u64),
+    without: (u64, u64),
+    /// Outcome of the last trial (on until the first trial says otherwise).
+    last_on: bool,
     replace_tick: u32,
 }
 
@@ -86,27 +122,101 @@ impl Emc {
         Emc {
             entries: vec![0; n].into_boxed_slice(),
             mode,
-            sampling: false,
-            batches: 0,
-            epoch_lookups: 0,
-            epoch_hits: 0,
+            phase: Phase::Warm { left: WARM_BATCHES },
+            with: (0, 0),
+            without: (0, 0),
+            last_on: true,
             replace_tick: 0,
         }
     }
 
     /// Whether this batch should use the cache, given the megaflow table's shape. Call once
-    /// per batch.
+    /// per batch, before its lookups; if [`Emc::timing`] then says so, report the lookup
+    /// stage's cycles with [`Emc::account`].
     #[inline]
     pub fn worth_it(&mut self, megaflows: &MegaflowTable) -> bool {
-        self.batches = self.batches.wrapping_add(1);
-        self.mode == EmcMode::Auto
-            && megaflows.n_subtables() > 1
-            && (!self.sampling || self.batches % SAMPLE_EVERY == 0)
+        if self.mode == EmcMode::Off || megaflows.n_subtables() <= 1 {
+            return false;
+        }
+        // Phase changes that a batch count ends happen here, before the batch is admitted, so
+        // that `timing` describes the batch being admitted.
+        match self.phase {
+            Phase::Warm { left: 0 } => {
+                self.phase = Phase::With {
+                    left: TRIAL_BATCHES,
+                }
+            }
+            Phase::Decided { left: 0, .. } => self.phase = Phase::Warm { left: WARM_BATCHES },
+            _ => {}
+        }
+        match &mut self.phase {
+            Phase::Warm { left } => {
+                *left -= 1;
+                true
+            }
+            Phase::With { .. } => true,
+            Phase::Without { .. } => false,
+            Phase::Decided { on, left } => {
+                *left -= 1;
+                *on
+            }
+        }
     }
 
-    /// Whether the cache is in its sampling mode (the last epoch did not pay).
-    pub fn is_sampling(&self) -> bool {
-        self.sampling
+    /// Whether the batch just admitted by [`Emc::worth_it`] is timed (a trial's).
+    #[inline]
+    pub fn timing(&self) -> bool {
+        matches!(self.phase, Phase::With { .. } | Phase::Without { .. })
+    }
+
+    /// Reports the lookup stage of a timed batch: `cycles` for `packets` packets.
+    pub fn account(&mut self, cycles: u64, packets: usize) {
+        let packets = packets as u64;
+        match &mut self.phase {
+            Phase::With { left } => {
+                self.with.0 += cycles;
+                self.with.1 += packets;
+                *left -= 1;
+                if *left == 0 {
+                    self.phase = Phase::Without {
+                        left: TRIAL_BATCHES,
+                    };
+                }
+            }
+            Phase::Without { left } => {
+                self.without.0 += cycles;
+                self.without.1 += packets;
+                *left -= 1;
+                if *left == 0 {
+                    self.decide();
+                }
+            }
+            Phase::Warm { .. } | Phase::Decided { .. } => {}
+        }
+    }
+
+    /// Ends a trial: on if the cache made the lookup stage cheaper per packet by at least
+    /// [`MIN_GAIN_PERCENT`] %.
+    fn decide(&mut self) {
+        let (wc, wp) = self.with;
+        let (nc, np) = self.without;
+        // with/wp < without/np * (1 - gain), cross-multiplied (u128: no overflow).
+        let on = wp > 0
+            && np > 0
+            && u128::from(wc) * u128::from(np) * 100
+                < u128::from(nc) * u128::from(wp) * u128::from(100 - MIN_GAIN_PERCENT);
+        self.last_on = on;
+        self.with = (0, 0);
+        self.without = (0, 0);
+        self.phase = Phase::Decided {
+            on,
+            left: DECIDED_BATCHES,
+        };
+    }
+
+    /// Whether the last trial turned the cache off (it did not pay).
+    pub fn is_off(&self) -> bool {
+        self.mode == EmcMode::Off || !self.last_on
     }
 
     #[inline(always)]
@@ -116,29 +226,55 @@ impl Emc {
 
     /// The flow cached for `key` (with hash `hash`), checked against the megaflow table.
     #[inline]
-    pub fn lookup(
-        &mut self,
-        hash: u32,
-        key: &FlowKey,
-        megaflows: &MegaflowTable,
-    ) -> Option<FlowId> {
-        self.epoch_lookups += 1;
+    pub fn lookup(&self, hash: u32, key: &FlowKey, megaflows: &MegaflowTable) -> Option<FlowId> {
         let v = self.entries[self.slot(hash)];
-        let hit = if v != 0 && (v >> 32) as u32 == hash {
+        if v != 0 && (v >> 32) as u32 == hash {
             let flow = slot_flow(v);
             megaflows.covers(flow, key).then_some(flow)
         } else {
             None
-        };
-        if hit.is_some() {
-            self.epoch_hits += 1;
         }
-        if self.epoch_lookups >= EPOCH_LOOKUPS {
-            self.sampling = self.epoch_hits * 1000 < self.epoch_lookups * MIN_HIT_PERMILLE;
-            self.epoch_lookups = 0;
-            self.epoch_hits = 0;
+    }
+
+    /// Looks up a batch: `found[i]` becomes the flow cached for `keys[i]` (hash `hashes[i]`)
+    /// if its megaflow still covers the key, and is left alone otherwise. Returns the hits.
+    /// Each level (slots, then the flows' slots, then their key words) is prefetched for the
+    /// whole batch before it is read.
+    #[inline]
+    pub fn lookup_batch(
+        &self,
+        hashes: &[u32],
+        keys: &[FlowKey],
+        megaflows: &MegaflowTable,
+        found: &mut [Option<FlowId>],
+    ) -> usize {
+        let n = hashes
+            .len()
+            .min(keys.len())
+            .min(found.len())
+            .min(BATCH_SIZE);
+        for &h in &hashes[..n] {
+            prefetch(&self.entries[self.slot(h)]);
         }
-        hit
+        let mut cand = [FlowId::MAX; BATCH_SIZE];
+        for i in 0..n {
+            let v = self.entries[self.slot(hashes[i])];
+            if v != 0 && (v >> 32) as u32 == hashes[i] {
+                cand[i] = slot_flow(v);
+                megaflows.prefetch_slot(cand[i]);
+            }
+        }
+        for &f in cand[..n].iter().filter(|f| **f != FlowId::MAX) {
+            megaflows.prefetch_flow_key(f);
+        }
+        let mut hits = 0;
+        for i in 0..n {
+            if cand[i] != FlowId::MAX && megaflows.covers(cand[i], &keys[i]) {
+                found[i] = Some(cand[i]);
+                hits += 1;
+            }
+        }
+        hits
     }
 
     /// Offers `flow` for `key`'s slot after a megaflow hit or an upcall.
@@ -223,23 +359,74 @@ mod tests {
         assert!(!Emc::new(64, EmcMode::Off).worth_it(&t2));
     }
 
+    /// Runs one trial in which a timed batch costs `with` cycles with the cache and `without`
+    /// without it; returns how many of the next `DECIDED_BATCHES` batches use the cache.
+    fn trial(emc: &mut Emc, t: &MegaflowTable, with: u64, without: u64) -> usize {
+        for _ in 0..WARM_BATCHES {
+            assert!(emc.worth_it(t));
+            assert!(!emc.timing());
+        }
+        for _ in 0..TRIAL_BATCHES {
+            assert!(emc.worth_it(t));
+            assert!(emc.timing());
+            emc.account(with, 32);
+        }
+        for _ in 0..TRIAL_BATCHES {
+            assert!(!emc.worth_it(t));
+            assert!(emc.timing());
+            emc.account(without, 32);
+        }
+        (0..DECIDED_BATCHES)
+            .filter(|_| {
+                let on = emc.worth_it(t);
+                assert!(!emc.timing());
+                on
+            })
+            .count()
+    }
+
     #[test]
-    fn a_cache_that_misses_goes_to_sampling_and_back() {
-        let (t, id) = table_with_two_masks();
-        let mut emc = Emc::new(16, EmcMode::Auto);
-        for i in 0..EPOCH_LOOKUPS {
-            let k = key(1000 + u32::try_from(i % 1000).unwrap_or(0));
-            emc.lookup(key_hash(&k), &k, &t);
-        }
-        assert!(emc.is_sampling());
-        let used = (0..SAMPLE_EVERY * 4).filter(|_| emc.worth_it(&t)).count();
-        assert_eq!(used, 4);
+    fn the_cache_stays_on_only_while_its_trials_say_it_pays() {
+        let (t, _) = table_with_two_masks();
+        let mut emc = Emc::new(64, EmcMode::Auto);
+        assert!(!emc.is_off());
+        // 3 % cheaper is not enough; 5 % is.
+        assert_eq!(trial(&mut emc, &t, 97 * 32, 100 * 32), 0);
+        assert!(emc.is_off());
+        assert_eq!(
+            trial(&mut emc, &t, 95 * 32, 100 * 32),
+            DECIDED_BATCHES as usize
+        );
+        assert!(!emc.is_off());
+        // The traffic changes: the next trial turns it off again.
+        assert_eq!(trial(&mut emc, &t, 200 * 32, 150 * 32), 0);
+        assert!(emc.is_off());
+    }
+
+    #[test]
+    fn batch_lookup_agrees_with_single_lookups() {
+        let (mut t, id) = table_with_two_masks();
+        let mut emc = Emc::new(1 << 16, EmcMode::Auto);
         let k = key(1);
-        let h = key_hash(&k);
-        emc.offer(h, id, &t);
-        for _ in 0..EPOCH_LOOKUPS {
-            emc.lookup(h, &k, &t);
+        emc.offer(key_hash(&k), id, &t);
+        // Keys 0..32: key 1 hits; the others miss (empty slot, other hash, or a stale entry
+        // whose key differs).
+        let keys: Vec<FlowKey> = (0..32).map(key).collect();
+        let hashes: Vec<u32> = keys.iter().map(key_hash).collect();
+        for (i, h) in hashes.iter().enumerate().skip(2).step_by(3) {
+            emc.entries[emc.slot(*h)] = (u64::from(*h) << 32) | (u64::from(id) + 1);
+            assert_ne!(keys[i], k);
         }
-        assert!(!emc.is_sampling());
+        let mut found = vec![None; keys.len()];
+        assert_eq!(emc.lookup_batch(&hashes, &keys, &t, &mut found), 1);
+        for (i, f) in found.iter().enumerate() {
+            assert_eq!(*f, emc.lookup(hashes[i], &keys[i], &t), "key {i}");
+        }
+        assert_eq!(found[1], Some(id));
+        // A hit already found by the caller is left alone, and a removed flow misses.
+        t.remove(id);
+        let mut found = vec![Some(7); keys.len()];
+        assert_eq!(emc.lookup_batch(&hashes, &keys, &t, &mut found), 0);
+        assert!(found.iter().all(|f| *f == Some(7)));
     }
 }

@@ -123,8 +123,9 @@ pub struct PmdStats {
     pub idle_cycles: u64,
     /// Poll iterations.
     pub iterations: u64,
-    /// Whether the exact-match cache is only sampling (it did not pay).
-    pub emc_sampling: bool,
+    /// Whether the exact-match cache is off because its last trial found that it did not
+    /// pay (or it is configured off).
+    pub emc_off: bool,
     /// Bytes held by the caches and flows (estimate).
     pub cache_bytes: u64,
 }
@@ -161,7 +162,7 @@ impl PmdStats {
             t.busy_cycles += s.busy_cycles;
             t.idle_cycles += s.idle_cycles;
             t.iterations += s.iterations;
-            t.emc_sampling |= s.emc_sampling;
+            t.emc_off |= s.emc_off;
             t.cache_bytes += s.cache_bytes;
         }
         t
@@ -372,7 +373,7 @@ impl Pmd {
     fn fill_gauges(&self, s: &mut PmdStats) {
         s.megaflows = self.megaflows.len() as u64;
         s.subtables = self.megaflows.n_subtables() as u64;
-        s.emc_sampling = self.emc.is_sampling();
+        s.emc_off = self.emc.is_off();
         s.cache_bytes = (self.megaflows.memory()
             + self.emc.memory()
             + self.flows.capacity() * std::mem::size_of::<Option<FlowData>>()
@@ -613,12 +614,18 @@ impl Pmd {
         let mut found: [Option<FlowId>; BATCH_SIZE] = [None; BATCH_SIZE];
         let mut hashes = [0u32; BATCH_SIZE];
         let use_emc = self.emc.worth_it(&self.megaflows);
+        let timed = self.emc.timing();
+        let t0 = if timed { cycles::now() } else { 0 };
         if use_emc {
-            for i in 0..n {
-                hashes[i] = key_hash(&self.keys[i]);
-                found[i] = self.emc.lookup(hashes[i], &self.keys[i], &self.megaflows);
+            for (h, k) in hashes.iter_mut().zip(&self.keys[..n]) {
+                *h = key_hash(k);
             }
-            self.stats.emc_hits += found[..n].iter().filter(|f| f.is_some()).count() as u64;
+            self.stats.emc_hits += self.emc.lookup_batch(
+                &hashes[..n],
+                &self.keys[..n],
+                &self.megaflows,
+                &mut found[..n],
+            ) as u64;
         }
         let mut before = [false; BATCH_SIZE];
         for i in 0..n {
@@ -626,18 +633,21 @@ impl Pmd {
         }
         self.megaflows
             .lookup_batch(&self.keys[..n], &mut found[..n]);
-        self.direct.clear();
         for i in 0..n {
-            self.fates[i] = match found[i] {
-                Some(id) => {
-                    if !before[i] {
-                        self.stats.megaflow_hits += 1;
-                        if use_emc {
-                            self.emc.offer(hashes[i], id, &self.megaflows);
-                        }
-                    }
-                    Fate::Flow(id)
+            if let (false, Some(id)) = (before[i], found[i]) {
+                self.stats.megaflow_hits += 1;
+                if use_emc {
+                    self.emc.offer(hashes[i], id, &self.megaflows);
                 }
+            }
+        }
+        if timed {
+            self.emc.account(cycles::now().wrapping_sub(t0), n);
+        }
+        self.direct.clear();
+        for (i, f) in found.iter().copied().enumerate().take(n) {
+            self.fates[i] = match f {
+                Some(id) => Fate::Flow(id),
                 None => {
                     let len = batch.packets().get(i).map_or(0, Packet::len);
                     self.miss(r, i, len)
