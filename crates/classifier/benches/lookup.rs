@@ -1,6 +1,6 @@
 //! Criterion benches: lookups (exact 5-tuple and mixed-mask rule sets at 1K, 16K and 256K
-//! rules, hits and misses, with and without wildcard tracking) and insertion (batched and
-//! single). `classifier-bench` prints the same figures as one-line results with the OVS
+//! rules, hits and misses, with and without wildcard tracking, one key at a time and 32 keys
+//! per `lookup_batch`) and insertion (batched and single). `classifier-bench` prints the same figures as one-line results with the OVS
 //! baseline beside them.
 
 #![allow(missing_docs)]
@@ -40,8 +40,9 @@ fn lookups(c: &mut Criterion) {
             let reader = cls.reader();
             for (kind, keys) in [("hit", &w.hits), ("miss", &w.misses)] {
                 for wc in [false, true] {
-                    let id = format!("{set}/{kind}/wc={}", if wc { "on" } else { "off" });
+                    let wc_s = if wc { "on" } else { "off" };
                     g.throughput(Throughput::Elements(32));
+                    let id = format!("{set}/{kind}/wc={wc_s}");
                     g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| {
                         let mut i = 0;
                         b.iter(|| {
@@ -62,6 +63,26 @@ fn lookups(c: &mut Criterion) {
                                 n_hits += usize::from(hit);
                             }
                             n_hits
+                        });
+                    });
+                    // The same 32 keys in one `lookup_batch` call (hash, slots, entries, then
+                    // compare: the batch's cache misses overlap).
+                    let id = format!("{set}/{kind}/wc={wc_s}/batch");
+                    g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| {
+                        let mut i = 0;
+                        b.iter(|| {
+                            let snap = reader.snapshot();
+                            let chunk = &keys[i..i + 32];
+                            i = (i + 32) % keys.len();
+                            let mut out = [None; 32];
+                            if wc {
+                                let mut m = [FlowKey::default(); 32];
+                                snap.lookup_batch(chunk, &mut out, Some(&mut m));
+                                black_box(&m);
+                            } else {
+                                snap.lookup_batch(chunk, &mut out, None);
+                            }
+                            out.iter().filter(|r| r.is_some()).count()
                         });
                     });
                 }

@@ -23,6 +23,15 @@
 //! the best priority found (subtables with that same priority are still probed, for the
 //! tie rule).
 //!
+//! A subtable's entries sit in one dense array, indexed by an open-addressing table of 8-byte
+//! slots (hash tag and entry index, at most half full; `slots.rs`), so the first slot a probe
+//! reads is known from the hash alone. [`RuleSet::lookup_batch`] uses that: it takes up to
+//! [`BATCH`] keys through the subtables together and, in each, hashes every key, loads every
+//! key's home slot, then every candidate entry, and only then compares. The loops are short
+//! enough that the CPU keeps all of a batch's cache misses in flight (a safe-Rust stand-in for
+//! the datapath's prefetches), so a table far larger than the caches costs little more per
+//! lookup than a small one. Results and consulted bits are those of single lookups.
+//!
 //! **Wildcard tracking.** With `Some(wc)`, a lookup ORs into `wc` every key bit it needed.
 //! The contract (checked by proptest): *every packet that agrees with the looked-up packet
 //! on the bits of `wc` gets the same rule.* Per subtable visited:
@@ -117,6 +126,7 @@
 pub mod naive;
 mod rule;
 mod ruleset;
+mod slots;
 mod subtable;
 mod trie;
 mod writer;
@@ -126,7 +136,7 @@ mod tests;
 
 use packet::key::{FlowKey, KeyField};
 pub use rule::{Rule, RuleStats, MAX_PREFIXES};
-pub use ruleset::RuleSet;
+pub use ruleset::{RuleSet, BATCH};
 pub use writer::{Batch, Classifier, MemoryStats, Op, Ops, Reader, Snapshot};
 
 /// A configured prefix field and the stage it belongs to.

@@ -14,6 +14,10 @@ use crate::subtable::{Subtable, TrieCtx};
 use crate::trie::{prefix_mask, Trie};
 use crate::PrefixField;
 
+/// Most keys [`RuleSet::lookup_batch`] takes through the subtables together (a PMD's
+/// receive batch); longer slices are looked up in chunks of this size.
+pub const BATCH: usize = 32;
+
 /// A change the writer has resolved against the current rules; it cannot fail.
 #[derive(Debug)]
 pub(crate) enum Prim<T> {
@@ -163,6 +167,137 @@ impl<T> RuleSet<T> {
             }
         }
         best
+    }
+
+    /// Looks up every key of `keys` as [`RuleSet::lookup`] does: `out[i]` gets the rule of
+    /// `keys[i]` and, if `wcs` is given, the bits that lookup consulted are ORed into
+    /// `wcs[i]`, exactly as single lookups would (same rules, same bits).
+    ///
+    /// Faster on large tables: the keys go through the subtables together, up to [`BATCH`]
+    /// at a time, and in each subtable every key is hashed and its bucket read before any
+    /// key's entry is compared, so the cache misses of a batch overlap instead of following
+    /// one another (as the datapath's megaflow cache does with prefetches).
+    ///
+    /// # Panics
+    ///
+    /// If `out`, or `wcs` when given, is shorter than `keys`.
+    pub fn lookup_batch<'a>(
+        &'a self,
+        keys: &[FlowKey],
+        out: &mut [Option<&'a Arc<Rule<T>>>],
+        mut wcs: Option<&mut [FlowKey]>,
+    ) {
+        assert!(
+            out.len() >= keys.len(),
+            "lookup_batch: `out` is shorter than `keys`"
+        );
+        if let Some(w) = &wcs {
+            assert!(
+                w.len() >= keys.len(),
+                "lookup_batch: `wcs` is shorter than `keys`"
+            );
+        }
+        for (c, keys) in keys.chunks(BATCH).enumerate() {
+            let at = c * BATCH..c * BATCH + keys.len();
+            let out = &mut out[at.clone()];
+            match wcs.as_deref_mut() {
+                None => self.batch::<false>(keys, out, &mut []),
+                Some(w) => self.batch::<true>(keys, out, &mut w[at]),
+            }
+        }
+    }
+
+    /// One batch of at most [`BATCH`] keys; `wcs` is used only if `WC`.
+    #[inline]
+    fn batch<'a, const WC: bool>(
+        &'a self,
+        keys: &[FlowKey],
+        out: &mut [Option<&'a Arc<Rule<T>>>],
+        wcs: &mut [FlowKey],
+    ) {
+        debug_assert!(keys.len() <= BATCH && out.len() == keys.len());
+        out.fill(None);
+        // Bit `i` is set while key `i` can still find a better rule.
+        let mut live: u32 = u32::MAX >> (BATCH - keys.len());
+        let mut hashes = [0u64; BATCH];
+        let mut homes = [0u64; BATCH];
+        // Keys that an earlier trie walk rules out of the current subtable.
+        let mut ruled_out: u32;
+        let mut ctxs: [Option<TrieCtx<'a>>; BATCH] = std::array::from_fn(|_| None);
+        for (max_prio, si) in &self.order {
+            let mut m = live;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if out[i].is_some_and(|b| *max_prio < b.priority) {
+                    live &= !(1 << i);
+                }
+            }
+            if live == 0 {
+                break;
+            }
+            let Some(st) = self.subtables[*si as usize].as_ref() else {
+                continue;
+            };
+            // Hash every key, then load every key's home slot, then every candidate entry:
+            // loops this short let the CPU keep all of a batch's cache misses in flight.
+            ruled_out = 0;
+            let mut m = live;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if WC && ctxs[i].as_ref().is_some_and(|c| c.rules_out(&st.mask)) {
+                    ruled_out |= 1 << i;
+                    continue;
+                }
+                hashes[i] = st.hash_key(&keys[i], self.seed);
+            }
+            let probe = live & !ruled_out;
+            let mut m = probe;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                homes[i] = st.home(hashes[i]);
+            }
+            let mut touched = 0;
+            let mut m = probe;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                touched ^= st.touch(homes[i], hashes[i]);
+            }
+            std::hint::black_box(touched);
+            // Then probe and compare, all in cache now.
+            let mut m = live;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let found = if probe & (1 << i) == 0 {
+                    None
+                } else {
+                    st.find_hashed(&keys[i], hashes[i])
+                };
+                match found {
+                    Some(r) => {
+                        if WC {
+                            st.mask.or_into(&mut wcs[i], st.mask.idx.len());
+                        }
+                        if out[i].map_or(true, |b| r.rank > b.rank) {
+                            out[i] = Some(r);
+                        }
+                    }
+                    None if WC => {
+                        let ctx = ctxs[i].get_or_insert_with(|| TrieCtx {
+                            prefixes: &self.prefixes,
+                            tries: &self.tries,
+                            walks: Default::default(),
+                        });
+                        st.explain_miss(&keys[i], self.seed, ctx, &mut wcs[i]);
+                    }
+                    None => {}
+                }
+            }
+        }
     }
 
     /// Finds the rule with mask `mask`, masked value words `values` and priority `priority`.

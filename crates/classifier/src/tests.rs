@@ -227,8 +227,76 @@ fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
     }
 }
 
+/// Checks that [`crate::RuleSet::lookup_batch`] gives every key the rule and the consulted
+/// bits that single lookups give it, for batches of `sizes` keys (some hitting rules, some
+/// random), with and without wildcard tracking.
+fn check_batch_equals_single(seed: u64, n_rules: usize, n_prios: u32, prefixes: &[KeyField]) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let rules = rand_rules(&mut rng, n_rules, n_prios);
+    let mut cls = Classifier::with_prefixes(prefixes).unwrap();
+    let mut b = Batch::new();
+    for (i, (m, p)) in rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    cls.commit(b).unwrap();
+    let snap = cls.snapshot();
+    for size in [0usize, 1, 31, 32, 33, 70] {
+        let keys: Vec<FlowKey> = (0..size)
+            .map(|_| {
+                if rng.gen_bool(0.6) && !rules.is_empty() {
+                    let i = rng.gen_range(0..rules.len());
+                    packet_in(&mut rng, &rules[i].0)
+                } else {
+                    rand_packet(&mut rng)
+                }
+            })
+            .collect();
+        let mut out = vec![None; size];
+        snap.lookup_batch(&keys, &mut out, None);
+        let mut out_wc = vec![None; size];
+        let mut wcs = vec![FlowKey::default(); size];
+        snap.lookup_batch(&keys, &mut out_wc, Some(&mut wcs));
+        for (i, key) in keys.iter().enumerate() {
+            let want = snap.lookup(key, None);
+            let mut want_wc = FlowKey::default();
+            let want_r = snap.lookup(key, Some(&mut want_wc));
+            let same =
+                |a: Option<&Arc<crate::Rule<u64>>>, b: Option<&Arc<crate::Rule<u64>>>| match (a, b)
+                {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                };
+            assert!(same(out[i], want), "batch of {size}, key {i}: rule differs");
+            assert!(
+                same(out_wc[i], want_r),
+                "batch of {size}, key {i}: wc rule differs"
+            );
+            assert_eq!(
+                wcs[i], want_wc,
+                "batch of {size}, key {i}: consulted bits differ"
+            );
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lookup_batch_equals_single_lookups(seed: u64, n in 0usize..150, prios in 1u32..6) {
+        check_batch_equals_single(seed, n, prios, &V4_PREFIXES);
+    }
+
+    #[test]
+    fn lookup_batch_with_ipv6_tries_equals_single_lookups(seed: u64, n in 0usize..150) {
+        check_batch_equals_single(seed, n, 3, &ALL_PREFIXES);
+    }
+
+    #[test]
+    fn lookup_batch_without_tries_equals_single_lookups(seed: u64, n in 0usize..150) {
+        check_batch_equals_single(seed, n, 3, &[]);
+    }
 
     #[test]
     fn lookup_random_rules_agrees_with_naive(seed: u64, n in 0usize..120, prios in 1u32..6) {

@@ -11,9 +11,12 @@
 //! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
 //! `--no-tries` (no prefix tries; default `nw_dst,nw_src`), `--hugepages` (re-runs itself
 //! with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so that malloc asks for transparent huge pages;
-//! the OVS child inherits it). Lookups run in batches of 32 keys per
-//! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
-//! inherits the pinning.
+//! the OVS child inherits it), `--api single|batch|both` (default both: one `lookup` per key,
+//! or one `lookup_batch` per 32 keys), `--reader-cpu N` (the `batch` line's reader thread runs
+//! on CPU `N`, as a PMD thread on its own core; the writer stays where `taskset` put the
+//! process). Lookups run in batches of 32 keys per snapshot, as a PMD thread would. Pin the
+//! process (`taskset`) for stable numbers: the OVS child inherits the pinning. Every line is
+//! the median of `--reps` repetitions.
 
 mod gen;
 
@@ -37,6 +40,8 @@ struct Args {
     with_ovs: Option<String>,
     insert: bool,
     hugepages: bool,
+    apis: Vec<Api>,
+    reader_cpu: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -49,6 +54,8 @@ fn parse_args() -> Result<Args, String> {
         with_ovs: None,
         insert: true,
         hugepages: false,
+        apis: vec![Api::Single, Api::Batch],
+        reader_cpu: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,10 +71,12 @@ fn parse_args() -> Result<Args, String> {
             "--no-insert" => a.insert = false,
             "--no-tries" => NO_TRIES.store(true, Ordering::Relaxed),
             "--hugepages" => a.hugepages = true,
+            "--api" => a.apis = Api::parse(&val()?)?,
+            "--reader-cpu" => a.reader_cpu = Some(num(&val()?)?),
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-tries] [--hugepages]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-tries] [--hugepages] [--api single|batch|both] [--reader-cpu N]"
                         .into(),
                 )
             }
@@ -84,6 +93,26 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn mega(x: f64) -> String {
     format!("{:.2}M", x / 1e6)
+}
+
+/// CPU time of this thread in seconds (`/proc/thread-self/schedstat`), 0 if unknown.
+fn cpu_time() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e9)
+}
+
+/// The CPUs this thread may run on, as the kernel lists them (`Cpus_allowed_list`).
+fn allowed_cpus() -> String {
+    std::fs::read_to_string("/proc/thread-self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Set by `--no-tries`: classifiers without prefix tries.
@@ -106,6 +135,35 @@ fn build(w: &Workload) -> (Classifier<u64>, Duration) {
     let t = Instant::now();
     cls.commit(b).expect("generated rules are valid");
     (cls, t.elapsed())
+}
+
+/// Lookups per second over `keys`, `n` lookups, 32 per snapshot in one
+/// [`RuleSet::lookup_batch`](classifier::RuleSet::lookup_batch) call each; also the hit count.
+fn lookups_batched(reader: &Reader<u64>, keys: &[FlowKey], n: usize, wc: bool) -> (f64, usize) {
+    let mut hits = 0;
+    let mut i = 0;
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        // The keys sit in one array, as a PMD's extracted batch does.
+        let batch = &keys[i..(i + 32).min(keys.len())];
+        i += batch.len();
+        if i == keys.len() {
+            i = 0;
+        }
+        let snap = reader.snapshot();
+        let mut out = [None; 32];
+        if wc {
+            let mut wcs = [FlowKey::default(); 32];
+            snap.lookup_batch(batch, &mut out, Some(&mut wcs));
+            black_box(&wcs);
+        } else {
+            snap.lookup_batch(batch, &mut out, None);
+        }
+        hits += out.iter().filter(|r| r.is_some()).count();
+        done += batch.len();
+    }
+    (done as f64 / t.elapsed().as_secs_f64(), hits)
 }
 
 /// Lookups per second over `keys`, `n` lookups, 32 per snapshot; also the hit count.
@@ -137,97 +195,194 @@ fn lookups(reader: &Reader<u64>, keys: &[FlowKey], n: usize, wc: bool) -> (f64, 
     (done as f64 / t.elapsed().as_secs_f64(), hits)
 }
 
-fn lookup_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) -> [f64; 2] {
+/// How lookups are issued: one [`RuleSet::lookup`](classifier::RuleSet::lookup) per key or
+/// one [`RuleSet::lookup_batch`](classifier::RuleSet::lookup_batch) per 32 keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Single,
+    Batch,
+}
+
+impl Api {
+    fn as_str(self) -> &'static str {
+        match self {
+            Api::Single => "single",
+            Api::Batch => "batch",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Vec<Api>, String> {
+        match s {
+            "single" => Ok(vec![Api::Single]),
+            "batch" => Ok(vec![Api::Batch]),
+            "both" => Ok(vec![Api::Single, Api::Batch]),
+            _ => Err(format!("--api {s}: expected single, batch or both")),
+        }
+    }
+}
+
+/// Hit (or, without misses, all-key) lookups/s with wildcard tracking off and on, per API.
+fn lookup_points(
+    args: &Args,
+    set: &str,
+    w: &Workload,
+    cls: &Classifier<u64>,
+) -> Vec<(Api, [f64; 2])> {
     let reader = cls.reader();
-    let mut out = [0.0; 2];
+    let mut out = Vec::new();
     let kinds: &[(&str, &[FlowKey])] = if w.misses.is_empty() {
         &[("keys", &w.hits)]
     } else {
         &[("hit", &w.hits), ("miss", &w.misses)]
     };
-    for (kind, keys) in kinds {
-        for (j, wc) in [false, true].into_iter().enumerate() {
-            let mut rates = Vec::new();
-            let mut hits = 0;
-            for _ in 0..args.reps {
-                let (r, h) = lookups(&reader, keys, args.lookups, wc);
-                rates.push(r);
-                hits = h;
+    for &api in &args.apis {
+        let mut rates_of_api = [0.0; 2];
+        for (kind, keys) in kinds {
+            for (j, wc) in [false, true].into_iter().enumerate() {
+                let mut rates = Vec::new();
+                let mut hits = 0;
+                for _ in 0..args.reps {
+                    let (r, h) = match api {
+                        Api::Single => lookups(&reader, keys, args.lookups, wc),
+                        Api::Batch => lookups_batched(&reader, keys, args.lookups, wc),
+                    };
+                    rates.push(r);
+                    hits = h;
+                }
+                let m = median(rates);
+                if *kind != "miss" {
+                    rates_of_api[j] = m;
+                }
+                let hit_pct = 100.0 * hits as f64 / (args.lookups.div_ceil(32) * 32) as f64;
+                println!(
+                    "lookup   set={set:<5} rules={:<7} subtables={:<3} api={:<6} keys={kind:<4} wc={:<3} lookups/s={:>8} hit%={hit_pct:.0}",
+                    cls.len(),
+                    cls.snapshot().n_subtables(),
+                    api.as_str(),
+                    if wc { "on" } else { "off" },
+                    mega(m)
+                );
             }
-            let m = median(rates);
-            if *kind != "miss" {
-                out[j] = m;
-            }
-            let hit_pct = 100.0 * hits as f64 / (args.lookups.div_ceil(32) * 32) as f64;
-            println!(
-                "lookup   set={set:<5} rules={:<7} subtables={:<3} keys={kind:<4} wc={:<3} lookups/s={:>8} hit%={hit_pct:.0}",
-                cls.len(),
-                cls.snapshot().n_subtables(),
-                if wc { "on" } else { "off" },
-                mega(m)
-            );
         }
+        out.push((api, rates_of_api));
     }
     out
 }
 
-fn insertion(set: &str, w: &Workload, big: Option<&Workload>) {
-    // Single commits into an empty table.
+/// Loads `rules` as one batch and replays it onto the other version, so that neither is timed
+/// later.
+fn load(rules: &[(openflow::Match, u32)]) -> Classifier<u64> {
     let mut cls: Classifier<u64> = new_cls();
-    let t = Instant::now();
-    for (i, (m, p)) in w.rules.iter().enumerate() {
-        cls.insert(*m, *p, 0, i as u64).expect("valid");
+    let mut b = Batch::new();
+    for (i, (m, p)) in rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
     }
-    let single = w.rules.len() as f64 / t.elapsed().as_secs_f64();
-    let (_, d) = build(w);
-    let batched = w.rules.len() as f64 / d.as_secs_f64();
+    cls.commit(b).expect("valid");
+    cls.commit(Batch::new()).expect("empty batch");
+    cls
+}
+
+fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
+    // Into an empty table: single commits, then one batch.
+    let (mut single, mut batched) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        let mut cls: Classifier<u64> = new_cls();
+        let t = Instant::now();
+        for (i, (m, p)) in w.rules.iter().enumerate() {
+            cls.insert(*m, *p, 0, i as u64).expect("valid");
+        }
+        single.push(w.rules.len() as f64 / t.elapsed().as_secs_f64());
+        drop(cls);
+        let (cls, d) = build(w);
+        batched.push(w.rules.len() as f64 / d.as_secs_f64());
+        drop(cls);
+    }
     println!(
         "insert   set={set:<5} into=empty   rules={:<7} single={}/s batched={}/s",
         w.rules.len(),
-        mega(single),
-        mega(batched)
+        mega(median(single)),
+        mega(median(batched))
     );
-    let Some(big) = big else { return };
     // Into a full table: 10,000 more rules, single and as one batch.
     let base = &big.rules[..big.rules.len() - 110_000.min(big.rules.len() / 2)];
     let extra = &big.rules[base.len()..];
     let n_more = 10_000.min(extra.len());
-    let load = |rules: &[(openflow::Match, u32)]| {
-        let mut cls: Classifier<u64> = new_cls();
-        let mut b = Batch::new();
-        for (i, (m, p)) in rules.iter().enumerate() {
-            b.insert(*m, *p, 0, i as u64);
+    let (mut single, mut batched) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        let mut cls = load(base);
+        let t = Instant::now();
+        for (m, p) in &extra[..n_more] {
+            cls.insert(*m, *p, 0, 0).expect("valid");
         }
+        single.push(n_more as f64 / t.elapsed().as_secs_f64());
+        drop(cls);
+        let mut cls = load(base);
+        let mut b = Batch::new();
+        for (m, p) in &extra[..n_more] {
+            b.insert(*m, *p, 0, 0);
+        }
+        let t = Instant::now();
         cls.commit(b).expect("valid");
-        // Replay the load onto the other version now, so that it is not timed below.
-        cls.commit(Batch::new()).expect("empty batch");
-        cls
-    };
-    let mut cls = load(base);
-    let t = Instant::now();
-    for (m, p) in &extra[..n_more] {
-        cls.insert(*m, *p, 0, 0).expect("valid");
+        batched.push(n_more as f64 / t.elapsed().as_secs_f64());
     }
-    let single = n_more as f64 / t.elapsed().as_secs_f64();
-    let mut cls = load(base);
-    let mut b = Batch::new();
-    for (m, p) in &extra[..n_more] {
-        b.insert(*m, *p, 0, 0);
-    }
-    let t = Instant::now();
-    cls.commit(b).expect("valid");
-    let batched = n_more as f64 / t.elapsed().as_secs_f64();
     println!(
         "insert   set={set:<5} into={:<7} rules={n_more:<7} single={}/s batched={}/s",
         base.len(),
-        mega(single),
-        mega(batched)
+        mega(median(single)),
+        mega(median(batched))
     );
     // A 100K-rule atomic batch while a reader thread looks up.
     let n_batch = 100_000.min(extra.len());
+    let points: Vec<BatchPoint> = (0..args.reps)
+        .map(|_| batch_point(base, &extra[..n_batch], &big.hits, args.reader_cpu))
+        .collect();
+    let med = |f: fn(&BatchPoint) -> f64| median(points.iter().map(f).collect());
+    let max_gap = points.iter().map(|p| p.max_gap).fold(0.0, f64::max);
+    println!(
+        "batch    set={set:<5} into={:<7} rules={n_batch:<7} writer-cpus={} reader-cpu={} \
+         commit={:.3}s (cpu {:.3}s) replay-at-next-commit={:.3}s (cpu {:.3}s) \
+         reader lookups/s before={} during-commit={} during-replay={} \
+         reader max gap median={:.0}us max={:.0}us",
+        base.len(),
+        allowed_cpus(),
+        args.reader_cpu
+            .map_or_else(|| "same".to_string(), |c| c.to_string()),
+        med(|p| p.commit),
+        med(|p| p.commit_cpu),
+        med(|p| p.replay),
+        med(|p| p.replay_cpu),
+        mega(med(|p| p.before)),
+        mega(med(|p| p.during_commit)),
+        mega(med(|p| p.during_replay)),
+        med(|p| p.max_gap) * 1e6,
+        max_gap * 1e6
+    );
+}
+
+/// One 100K-rule batch commit under a reader thread: wall and CPU seconds of the commit and
+/// of its replay at the next commit, the reader's lookups/s and its longest gap (seconds)
+/// between two 32-lookup batches.
+#[derive(Debug)]
+struct BatchPoint {
+    commit: f64,
+    commit_cpu: f64,
+    replay: f64,
+    replay_cpu: f64,
+    before: f64,
+    during_commit: f64,
+    during_replay: f64,
+    max_gap: f64,
+}
+
+fn batch_point(
+    base: &[(openflow::Match, u32)],
+    batch: &[(openflow::Match, u32)],
+    keys: &[FlowKey],
+    reader_cpu: Option<usize>,
+) -> BatchPoint {
     let mut cls = load(base);
     let reader = cls.reader();
-    let keys: Vec<FlowKey> = big.hits.clone();
+    let keys: Vec<FlowKey> = keys.to_vec();
     let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicU64::new(0));
     let max_gap_ns = Arc::new(AtomicU64::new(0));
@@ -240,6 +395,13 @@ fn insertion(set: &str, w: &Workload, big: Option<&Workload>) {
             measuring.clone(),
         );
         std::thread::spawn(move || {
+            // A PMD thread runs on its own core: `--reader-cpu` moves the reader there (the
+            // writer stays where `taskset` put the process).
+            if let Some(c) = reader_cpu {
+                if !core_affinity::set_for_current(core_affinity::CoreId { id: c }) {
+                    eprintln!("reader: cannot pin to CPU {c}; it shares the writer's");
+                }
+            }
             let mut i = 0;
             let mut last = Instant::now();
             while !stop.load(Ordering::Relaxed) {
@@ -260,38 +422,39 @@ fn insertion(set: &str, w: &Workload, big: Option<&Workload>) {
             }
         })
     };
-    // Reader rate alone, then during the commit.
+    let mut b = Batch::new();
+    for (m, p) in batch {
+        b.insert(*m, *p, 0, 1);
+    }
+    // Reader rate alone, then during the commit and during the replay.
     std::thread::sleep(Duration::from_millis(20));
     measuring.store(true, Ordering::Relaxed);
     let t = Instant::now();
     std::thread::sleep(Duration::from_millis(200));
-    let idle_rate = count.swap(0, Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64();
+    let before = count.swap(0, Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64();
     max_gap_ns.store(0, Ordering::Relaxed);
-    let mut b = Batch::new();
-    for (m, p) in &extra[..n_batch] {
-        b.insert(*m, *p, 0, 1);
-    }
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_time());
     cls.commit(b).expect("valid");
-    let publish = t.elapsed();
-    let during_rate = count.swap(0, Ordering::Relaxed) as f64 / publish.as_secs_f64();
-    let gap = Duration::from_nanos(max_gap_ns.load(Ordering::Relaxed));
+    let (commit, commit_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - c);
+    let during_commit = count.swap(0, Ordering::Relaxed) as f64 / commit;
     // The next commit replays the batch onto the other version.
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_time());
     cls.commit(Batch::new()).expect("empty batch");
-    let replay = t.elapsed();
+    let (replay, replay_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - c);
+    let during_replay = count.swap(0, Ordering::Relaxed) as f64 / replay;
+    let max_gap = max_gap_ns.load(Ordering::Relaxed) as f64 / 1e9;
     stop.store(true, Ordering::Relaxed);
     th.join().expect("reader thread");
-    println!(
-        "batch    set={set:<5} into={:<7} rules={n_batch:<7} commit={:.3}s replay-at-next-commit={:.3}s \
-         reader lookups/s idle={} during={} reader max gap={:.0}us",
-        base.len(),
-        publish.as_secs_f64(),
-        replay.as_secs_f64(),
-        mega(idle_rate),
-        mega(during_rate),
-        gap.as_secs_f64() * 1e6
-    );
+    BatchPoint {
+        commit,
+        commit_cpu,
+        replay,
+        replay_cpu,
+        before,
+        during_commit,
+        during_replay,
+        max_gap,
+    }
 }
 
 /// Runs `ovstest test-classifier benchmark N P S 1 L` and returns (no-wc, wc) lookups/s.
@@ -358,7 +521,7 @@ fn main() {
             eprintln!("unknown set {set}");
             std::process::exit(2);
         }
-        let mut nowc_1k = None;
+        let mut first_point: Vec<(Api, [f64; 2])> = Vec::new();
         for &n in &args.rules {
             let w = gen_set(n);
             let (cls, d) = build(&w);
@@ -372,15 +535,18 @@ fn main() {
                 mem.table_bytes as f64 / mem.n_rules.max(1) as f64,
                 mem.rule_bytes as f64 / mem.n_rules.max(1) as f64,
             );
-            let [nowc, wc] = lookup_points(&args, set, &w, &cls);
-            if nowc_1k.is_none() {
-                nowc_1k = Some(wc);
-            } else if let Some(first) = nowc_1k {
-                println!(
-                    "scaling  set={set:<5} rules={:<7} wc lookups/s vs smallest point: {:.2}x",
-                    cls.len(),
-                    wc / first
-                );
+            let points = lookup_points(&args, set, &w, &cls);
+            if first_point.is_empty() {
+                first_point = points.clone();
+            } else {
+                for ((api, [_, wc]), (_, [_, first_wc])) in points.iter().zip(&first_point) {
+                    println!(
+                        "scaling  set={set:<5} rules={:<7} api={:<6} wc=on hit lookups/s vs smallest point: {:.2}x",
+                        cls.len(),
+                        api.as_str(),
+                        wc / first_wc
+                    );
+                }
             }
             if set == "ovs" {
                 if let Some(ovstest) = &args.with_ovs {
@@ -400,24 +566,27 @@ fn main() {
                     }
                     if !a.is_empty() {
                         let (oa, ob) = (median(a), median(b));
-                        println!(
-                            "ovs      case={n}:16:16 (OVS 3.1 holds about the same {} rules, 1 subtable) \
-                             ovs lookups/s wc=off {} wc=on {} | ferrovs wc=off {} wc=on {} | ratio wc=off {:.2}x wc=on {:.2}x",
-                            cls.len(),
-                            mega(oa),
-                            mega(ob),
-                            mega(nowc),
-                            mega(wc),
-                            nowc / oa,
-                            wc / ob
-                        );
+                        for (api, [nowc, wc]) in &points {
+                            println!(
+                                "ovs      case={n}:16:16 (OVS 3.1 holds about the same {} rules, 1 subtable) \
+                                 ovs lookups/s wc=off {} wc=on {} | ferrovs api={} wc=off {} wc=on {} | ratio wc=off {:.2}x wc=on {:.2}x",
+                                cls.len(),
+                                mega(oa),
+                                mega(ob),
+                                api.as_str(),
+                                mega(*nowc),
+                                mega(*wc),
+                                nowc / oa,
+                                wc / ob
+                            );
+                        }
                     }
                 }
             }
             drop(cls);
             if args.insert && n == max_rules && set != "ovs" {
                 let big = gen_set(n + 110_000);
-                insertion(set, &w, Some(&big));
+                insertion(&args, set, &w, &big);
             }
         }
     }
