@@ -69,6 +69,11 @@ pub struct InsertResult {
     pub insert_secs: f64,
     /// Rules per second.
     pub rules_per_sec: f64,
+    /// CPU time the inserting thread spent in the insertion, seconds (below `insert_secs`
+    /// when it waited for acknowledgements or another process took its core).
+    pub insert_cpu_secs: f64,
+    /// Rules per second of the inserting thread's CPU time.
+    pub rules_per_cpu_sec: f64,
     /// Established flows' rate without insertion, Mpps.
     pub baseline_mpps: f64,
     /// Their rate during the insertion, Mpps.
@@ -109,6 +114,14 @@ fn pin(core: Option<usize>) {
     if let Some(c) = core {
         core_affinity::set_for_current(core_affinity::CoreId { id: c });
     }
+}
+
+/// Seconds this thread has been on a CPU (0 where `/proc` does not say).
+fn thread_cpu_secs() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e9)
 }
 
 fn total(stats: &[PmdStats]) -> (u64, u64, u64) {
@@ -179,7 +192,7 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
     std::thread::sleep(Duration::from_secs_f64(opts.baseline_secs));
     let baseline_mpps = (tx() - b0) as f64 / t0.elapsed().as_secs_f64() / 1e6;
 
-    let (d0, t1) = (tx(), Instant::now());
+    let (d0, t1, c1) = (tx(), Instant::now(), thread_cpu_secs());
     let mut it = new_rules.into_iter().map(FlowMod::add).peekable();
     while it.peek().is_some() {
         let chunk: Vec<FlowMod> = it.by_ref().take(opts.bundle.max(1)).collect();
@@ -187,6 +200,7 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
             .map_err(|e| anyhow::anyhow!("inserting: {e}"))?;
     }
     let insert_secs = t1.elapsed().as_secs_f64();
+    let insert_cpu_secs = thread_cpu_secs() - c1;
     let during_mpps = (tx() - d0) as f64 / insert_secs / 1e6;
 
     // Stop the replay, then the PMD, so that every received packet is accounted for.
@@ -202,6 +216,12 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
         bundle: opts.bundle,
         insert_secs,
         rules_per_sec: f64::from(opts.rules) / insert_secs,
+        insert_cpu_secs,
+        rules_per_cpu_sec: if insert_cpu_secs > 0.0 {
+            f64::from(opts.rules) / insert_cpu_secs
+        } else {
+            0.0
+        },
         baseline_mpps,
         during_mpps,
         ratio: if baseline_mpps > 0.0 {
