@@ -138,20 +138,27 @@ impl AddedRules {
         let mut by_mask: HashMap<FlowKey, usize, KeyHash> = HashMap::default();
         let mut groups: Vec<Group> = Vec::new();
         let mut n_rules = 0;
+        // Rules of a bundle mostly come in runs of one mask: compare with the last one before
+        // hashing the whole mask.
+        let mut last: Option<usize> = None;
         for m in matches {
-            let g = *by_mask.entry(*m.mask()).or_insert_with(|| {
-                let idx: Box<[u8]> = (0..m.mask().words.len())
-                    .filter(|i| m.mask().words[*i] != 0)
-                    .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
-                    .collect();
-                groups.push(Group {
-                    mask: *m.mask(),
-                    idx,
-                    values: Vec::new(),
-                    hashes: HashSet::default(),
-                });
-                groups.len() - 1
-            });
+            let g = match last {
+                Some(g) if groups[g].mask == *m.mask() => g,
+                _ => *by_mask.entry(*m.mask()).or_insert_with(|| {
+                    let idx: Box<[u8]> = (0..m.mask().words.len())
+                        .filter(|i| m.mask().words[*i] != 0)
+                        .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
+                        .collect();
+                    groups.push(Group {
+                        mask: *m.mask(),
+                        idx,
+                        values: Vec::new(),
+                        hashes: HashSet::default(),
+                    });
+                    groups.len() - 1
+                }),
+            };
+            last = Some(g);
             let grp = &mut groups[g];
             let words = grp
                 .idx
