@@ -261,6 +261,12 @@ fn main() {
     );
     for &b in &a.batches {
         let mut pts: Vec<Point> = (0..a.reps).map(|_| run(&entries, b, &a)).collect();
+        // In run order: the first repetition writes to fresh pages, the others reuse freed
+        // memory.
+        let in_order: Vec<String> = pts
+            .iter()
+            .map(|p| format!("{:.3}M", p.n_done as f64 / p.cpu_secs / 1e6))
+            .collect();
         pts.sort_by(|x, y| {
             let (rx, ry) = (x.n_done as f64 / x.secs, y.n_done as f64 / y.secs);
             rx.total_cmp(&ry)
@@ -287,6 +293,7 @@ fn main() {
         if m.n_done < entries.len() {
             print!(" [stopped after {:.0} s]", a.max_secs);
         }
+        print!(", CPU time in run order {}", in_order.join(" "));
         if a.reader {
             print!(
                 ", reader {:.2}M -> {:.2}M lookups/s",

@@ -25,12 +25,17 @@
 //! an add or a strict modify or delete costs a few hash probes plus its share of one
 //! classifier commit per table; a non-strict modify or delete scans the tables it names once.
 //! `examples/insert_rate.rs` loads 256K exact 5-tuple rules into a table of 1,004 rules in
-//! batches: 0.50 to 0.72M rules/s of CPU time for batches of 1K to 256K (2026-11-23, shared
-//! 2-vCPU guest; wall-clock 0.25 to 0.69M/s with another process on the same CPU), against
-//! about 400 rules/s for the previous implementation (it copied every rule of the table per
-//! call and recomputed the subtable order over all rules per flow_mod). Most of what
-//! remains is memory: each rule's `FlowEntry` (836 bytes) is written to fresh pages, and the
-//! classifier applies every batch twice (left-right versions).
+//! batches. In CPU time (2026-11-23, shared 2-vCPU guest under load, median of three fresh
+//! switches, in brackets the first one of a process, which writes to fresh pages): batches
+//! of 8,192 at 0.73 to 0.75M rules/s (0.56M), of 65,536 at 0.68 to 0.73M/s. When each rule
+//! kept a whole `FlowEntry` (836 bytes, written to fresh pages, then copied), the same
+//! runs gave 0.51 to 0.53M/s (0.39 to 0.41M) and 0.56 to 0.59M/s; the implementation
+//! before the drafts did about 400 rules/s (it copied every rule of the table per call and
+//! recomputed the subtable order over all rules per flow_mod). About three quarters of
+//! what remains is the classifier's commit, which applies every batch twice (left-right
+//! versions); the draft's own share is about 0.3 µs per added rule: one probe of the
+//! draft's index, one [`Classifier::find`] for a live rule of the same identity, and two
+//! small allocations (the rule and its counters).
 //!
 //! # OVS semantics kept here
 //!
@@ -71,7 +76,7 @@ use std::sync::{Arc, Mutex};
 
 use classifier::{Classifier, Rule};
 use openflow::action::{Action, OfVersion};
-use openflow::flow::FlowEntry;
+use openflow::flow::{FlowEntry, FlowFlags, FlowStats, OFPG_ANY};
 use openflow::ofctl::value::{OFPP_MAX, OFPP_NONE};
 use openflow::ofctl::{parse_flow, ParseOptions};
 use openflow::Match;
@@ -155,29 +160,172 @@ pub struct RuleCounters {
     last_used_ms: AtomicU64,
 }
 
-/// One rule of an OpenFlow table: the flow as added, with its creation time, counters and
-/// (for idle timeouts) last use.
+/// One rule of an OpenFlow table: the flow as added, except its match, with its creation
+/// time, counters and (for idle timeouts) last use.
+///
+/// The match is not kept here: the classifier rule that holds this payload keeps it, in a
+/// compressed form (its table's interned mask and the masked words), and
+/// [`classifier::Rule::match_`] rebuilds it. [`OfRule::to_flow_entry`] puts the two back
+/// together as the flow was added. A rule is about 100 bytes here; with a whole
+/// [`FlowEntry`] (836 bytes, 720 of them the match's value and mask) every added rule cost
+/// a kilobyte of fresh memory.
 #[derive(Debug)]
 pub struct OfRule {
-    /// The flow (match, priority, cookie, timeouts, flags, actions). Its `stats` are unused.
-    pub entry: FlowEntry,
-    /// The table it lives in.
-    pub table: u8,
+    actions: Vec<Action>,
+    cookie: u64,
     /// When it was added, in milliseconds of the switch clock.
     pub created_ms: u64,
     counters: Arc<RuleCounters>,
+    /// What few flows carry: an `out_group` and counters given with the flow.
+    rare: Option<Box<RareFields>>,
+    priority: u16,
+    idle_timeout: u16,
+    hard_timeout: u16,
+    importance: u16,
+    flags: FlowFlags,
+    /// The table it lives in.
+    pub table: u8,
+    /// Its match is the catch-all one.
+    catch_all: bool,
+}
+
+/// The fields of a [`FlowEntry`] that an added flow keeps and almost never sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RareFields {
+    out_group: u32,
+    stats: FlowStats,
 }
 
 impl OfRule {
-    fn new(entry: FlowEntry, table: u8, now_ms: u64) -> Self {
+    /// The rule an add of `e` (with its `actions`, taken from it) makes in `table` at
+    /// `now_ms`, with fresh counters. The match's own parts are not kept (see the type's
+    /// docs); the flow_mod's cookie mask and `out_port` select rules and are not part of it.
+    /// `catch_all` says whether `e`'s mask is zero.
+    fn from_flow(
+        e: &FlowEntry,
+        actions: Vec<Action>,
+        table: u8,
+        now_ms: u64,
+        catch_all: bool,
+    ) -> Self {
+        debug_assert_eq!(catch_all, e.flow_match.mask().is_zero());
+        let counters = RuleCounters::default();
+        counters.last_used_ms.store(now_ms, Ordering::Relaxed);
+        let rare = (e.out_group != OFPG_ANY || e.stats != FlowStats::default()).then(|| {
+            Box::new(RareFields {
+                out_group: e.out_group,
+                stats: e.stats,
+            })
+        });
+        OfRule {
+            actions,
+            cookie: e.cookie,
+            created_ms: now_ms,
+            counters: Arc::new(counters),
+            rare,
+            priority: e.priority,
+            idle_timeout: e.idle_timeout,
+            hard_timeout: e.hard_timeout,
+            importance: e.importance,
+            flags: e.flags,
+            table,
+            catch_all,
+        }
+    }
+
+    /// A copy of the flow with fresh counters, created at `now_ms` (a modify's new version).
+    fn renewed(&self, now_ms: u64) -> Self {
         let counters = RuleCounters::default();
         counters.last_used_ms.store(now_ms, Ordering::Relaxed);
         OfRule {
-            entry,
-            table,
             created_ms: now_ms,
             counters: Arc::new(counters),
+            ..self.same_rule()
         }
+    }
+
+    /// The same rule (same counters and age) in a new allocation (a rule that moves to
+    /// another classifier priority).
+    fn same_rule(&self) -> Self {
+        OfRule {
+            actions: self.actions.clone(),
+            cookie: self.cookie,
+            created_ms: self.created_ms,
+            counters: self.counters.clone(),
+            rare: self.rare.clone(),
+            priority: self.priority,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            importance: self.importance,
+            flags: self.flags,
+            table: self.table,
+            catch_all: self.catch_all,
+        }
+    }
+
+    /// The flow as it was added, with `flow_match` (the classifier rule's
+    /// [`classifier::Rule::match_`]): table set, no cookie mask, `out_port` none, and the
+    /// counters the flow_mod carried (not the rule's: see [`OfRule::n_packets`]).
+    pub fn to_flow_entry(&self, flow_match: Match) -> FlowEntry {
+        let (out_group, stats) = self
+            .rare
+            .as_ref()
+            .map_or((OFPG_ANY, FlowStats::default()), |r| (r.out_group, r.stats));
+        FlowEntry {
+            flow_match,
+            priority: self.priority,
+            cookie: self.cookie,
+            cookie_mask: 0,
+            table: Some(self.table),
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            importance: self.importance,
+            flags: self.flags,
+            out_port: OFPP_NONE,
+            out_group,
+            actions: self.actions.clone(),
+            stats,
+        }
+    }
+
+    /// The OpenFlow priority.
+    pub fn priority(&self) -> u16 {
+        self.priority
+    }
+
+    /// The controller's cookie.
+    pub fn cookie(&self) -> u64 {
+        self.cookie
+    }
+
+    /// The actions and instructions (empty = drop).
+    pub fn actions(&self) -> &[Action] {
+        &self.actions
+    }
+
+    /// Idle timeout in seconds (0 = none).
+    pub fn idle_timeout(&self) -> u16 {
+        self.idle_timeout
+    }
+
+    /// Hard timeout in seconds (0 = none).
+    pub fn hard_timeout(&self) -> u16 {
+        self.hard_timeout
+    }
+
+    /// Eviction importance (0 = none).
+    pub fn importance(&self) -> u16 {
+        self.importance
+    }
+
+    /// The flow's flags.
+    pub fn flags(&self) -> FlowFlags {
+        self.flags
+    }
+
+    /// True if the rule's match is the catch-all one (every bit wildcarded).
+    pub fn is_catch_all(&self) -> bool {
+        self.catch_all
     }
 
     /// Counts one packet of `n_bytes` bytes.
@@ -741,7 +889,7 @@ impl Switch {
             .rules()
             .into_iter()
             .map(|(t, r)| {
-                let mut entry = r.payload().entry.clone();
+                let mut entry = r.payload().to_flow_entry(r.match_());
                 entry.table = Some(t);
                 entry.stats.n_packets = r.payload().n_packets();
                 entry.stats.n_bytes = r.payload().n_bytes();
@@ -758,16 +906,16 @@ impl Switch {
         for br in self.bridges.values_mut() {
             for (t, r) in br.rules() {
                 let p = r.payload();
-                let hard = p.entry.hard_timeout != 0
-                    && now_ms >= p.created_ms + 1000 * u64::from(p.entry.hard_timeout);
-                let idle = p.entry.idle_timeout != 0
-                    && now_ms >= p.last_used_ms() + 1000 * u64::from(p.entry.idle_timeout);
+                let hard = p.hard_timeout != 0
+                    && now_ms >= p.created_ms + 1000 * u64::from(p.hard_timeout);
+                let idle = p.idle_timeout != 0
+                    && now_ms >= p.last_used_ms() + 1000 * u64::from(p.idle_timeout);
                 if hard || idle {
+                    let m = r.match_();
                     // The rule exists (just read from the table), so removal cannot fail.
-                    if br.table_mut(t).remove(r.match_(), r.priority()).is_ok() {
-                        br.metas[usize::from(t)]
-                            .removed_outside(p.entry.flow_match.mask(), p.entry.priority);
-                        expired.push(p.entry.clone());
+                    if br.table_mut(t).remove(m, r.priority()).is_ok() {
+                        br.metas[usize::from(t)].removed_outside(m.mask(), p.priority);
+                        expired.push(p.to_flow_entry(m));
                     }
                 }
             }
@@ -855,7 +1003,7 @@ pub const OFPP_TABLE: u16 = 0xfff9;
 pub const OFPP_UNSET: u16 = 0xfff7;
 
 /// Checks what a flow's actions may name: output ports.
-fn check_flow(e: &FlowEntry, _index: usize) -> Result<(), SwitchError> {
+fn check_flow(actions: &[Action]) -> Result<(), SwitchError> {
     fn walk(acts: &[Action]) -> Result<(), SwitchError> {
         for a in acts {
             match a {
@@ -871,7 +1019,7 @@ fn check_flow(e: &FlowEntry, _index: usize) -> Result<(), SwitchError> {
         }
         Ok(())
     }
-    walk(&e.actions)
+    walk(actions)
 }
 
 fn check_gotos(acts: &[Action], table: u8) -> Result<(), SwitchError> {
@@ -891,21 +1039,38 @@ fn overlaps(a: &Match, b: &Match) -> bool {
     a.value().masked(&both) == b.value().masked(&both)
 }
 
+/// The parts of a rule that a flow_mod selects by. The match comes last, and only if the
+/// others select the rule (a rule's match is rebuilt from its classifier rule).
+pub(crate) struct Selectable<'a, M> {
+    pub(crate) priority: u16,
+    pub(crate) cookie: u64,
+    pub(crate) actions: &'a [Action],
+    pub(crate) flow_match: M,
+}
+
 /// True if flow_mod `fm` selects rule `r` (OVS `rule_criteria`).
-fn selects(fm: &FlowMod, strict: bool, r: &FlowEntry) -> bool {
+fn selects<'m, M>(fm: &FlowMod, strict: bool, r: Selectable<'_, M>) -> bool
+where
+    M: FnOnce() -> std::borrow::Cow<'m, Match>,
+{
     let e = &fm.entry;
     if e.cookie_mask != 0 && (r.cookie & e.cookie_mask) != (e.cookie & e.cookie_mask) {
         return false;
     }
-    if e.out_port != OFPP_NONE && !outputs_to(&r.actions, e.out_port) {
+    if e.out_port != OFPP_NONE && !outputs_to(r.actions, e.out_port) {
         return false;
     }
     if strict {
-        return r.priority == e.priority && r.flow_match == e.flow_match;
+        return r.priority == e.priority && *(r.flow_match)() == e.flow_match;
     }
-    // Non-strict: the rule is at least as specific as the flow_mod's match.
-    e.flow_match.mask().is_subset_of(r.flow_match.mask())
-        && r.flow_match.value().masked(e.flow_match.mask()) == *e.flow_match.value()
+    // Non-strict: the rule is at least as specific as the flow_mod's match (every rule is,
+    // if the flow_mod's match is the catch-all one).
+    if e.flow_match.mask().is_zero() {
+        return e.flow_match.value().is_zero();
+    }
+    let m = (r.flow_match)();
+    e.flow_match.mask().is_subset_of(m.mask())
+        && m.value().masked(e.flow_match.mask()) == *e.flow_match.value()
 }
 
 /// True if the actions (apply or write) output to `port` (OVS `ofpacts_output_to_port`).
@@ -1346,7 +1511,7 @@ mod tie_tests {
         let rules = sw.bridge("br0").expect("exists").rules();
         let moved = rules
             .iter()
-            .find(|r| r.1.payload().entry.priority == 5)
+            .find(|r| r.1.payload().priority() == 5)
             .expect("still there");
         assert_ne!(moved.1.priority(), before[0]);
         assert_eq!(moved.1.payload().n_packets(), 1);

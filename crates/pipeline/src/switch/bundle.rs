@@ -10,6 +10,14 @@
 //! strict modify or delete, cost a few hash probes; a non-strict modify or delete scans the
 //! live table once (as OVS's `collect_rules_loose` does).
 //!
+//! A slot does not copy a match either: its identity is the match of the flow_mod that made
+//! it (the bundle's flow_mods stay alive until the commit; only their actions move into
+//! the rules) or, for a slot made for a live rule that a non-strict modify or delete
+//! selected, the live rule's (rebuilt from the classifier rule when needed). Every version
+//! of a slot has its match, so the classifier's checks run once per slot, and are
+//! remembered per mask and per the prerequisites the value satisfies (on which alone they
+//! depend): a batch of rules of one shape validates the shape once.
+//!
 //! The draft keeps the order the previous implementation had (a list of every rule): the live
 //! rules first, in dump order, then the rules the bundle added, in the order of their last
 //! add. That order decides the classifier's insertion order (and so `dump-flows`) of the rules
@@ -32,20 +40,22 @@
 //! the counts right and marks the table stale, and the first flow_mod that drafts it updates
 //! every subtable as before.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use classifier::{Ops, Rule};
-use openflow::flow::{FlowEntry, FlowFlags};
-use openflow::ofctl::value::OFPP_NONE;
+use openflow::action::Action;
+use openflow::field::Prereq;
+use openflow::flow::FlowFlags;
 use openflow::Match;
 use packet::key::FlowKey;
 
 use super::{
     check_flow, check_gotos, overlaps, selects, Bridge, FlowMod, FlowModCommand, FlowModOutcome,
-    OfRule, OfTable, SwitchError, N_TABLES,
+    OfRule, OfTable, Selectable, SwitchError, N_TABLES,
 };
 
 type LiveRule = Arc<Rule<Arc<OfRule>>>;
@@ -130,6 +140,61 @@ pub(super) fn validate_match(m: &Match) -> Result<(), String> {
     m.check_prerequisites().map_err(|e| e.to_string())
 }
 
+/// Every prerequisite, in the order of their bits in [`prereq_bits`].
+const PREREQS: [Prereq; 17] = [
+    Prereq::None,
+    Prereq::Ethernet,
+    Prereq::Arp,
+    Prereq::VlanVid,
+    Prereq::Ipv4,
+    Prereq::Ipv6,
+    Prereq::IpAny,
+    Prereq::Mpls,
+    Prereq::Tcp,
+    Prereq::Udp,
+    Prereq::Sctp,
+    Prereq::Icmpv4,
+    Prereq::Icmpv6,
+    Prereq::Nd,
+    Prereq::NdSolicit,
+    Prereq::NdAdvert,
+    Prereq::Ct,
+];
+
+/// The bit of `p` in [`prereq_bits`]; this `match` stops the build when `Prereq` gains a
+/// variant, so that [`PREREQS`] cannot miss one.
+const fn prereq_bit(p: Prereq) -> u32 {
+    1 << match p {
+        Prereq::None => 0,
+        Prereq::Ethernet => 1,
+        Prereq::Arp => 2,
+        Prereq::VlanVid => 3,
+        Prereq::Ipv4 => 4,
+        Prereq::Ipv6 => 5,
+        Prereq::IpAny => 6,
+        Prereq::Mpls => 7,
+        Prereq::Tcp => 8,
+        Prereq::Udp => 9,
+        Prereq::Sctp => 10,
+        Prereq::Icmpv4 => 11,
+        Prereq::Icmpv6 => 12,
+        Prereq::Nd => 13,
+        Prereq::NdSolicit => 14,
+        Prereq::NdAdvert => 15,
+        Prereq::Ct => 16,
+    }
+}
+
+/// The prerequisites `m`'s value satisfies, one bit each. [`validate_match`] depends on
+/// the mask and on these alone: `Match::check_prerequisites` reads the value only through
+/// `prereq_ok` (a property test holds the two to it).
+fn prereq_bits(m: &Match) -> u32 {
+    PREREQS
+        .iter()
+        .filter(|p| m.prereq_ok(**p))
+        .fold(0, |bits, p| bits | prereq_bit(*p))
+}
+
 /// One mask of a table.
 #[derive(Debug, Clone)]
 struct MaskRec {
@@ -139,6 +204,10 @@ struct MaskRec {
     /// The rank the table's committed rules with this mask have (the low 16 bits of their
     /// classifier priority); `None` if the mask is not in the committed pvector.
     rank: Option<u16>,
+    /// The mask is the catch-all one.
+    catch_all: bool,
+    /// [`validate_match`] of matches with this mask, by [`prereq_bits`] of their value.
+    checks: Vec<(u32, bool)>,
 }
 
 impl MaskRec {
@@ -181,16 +250,25 @@ impl TableMeta {
             key: *key,
             counts: BTreeMap::new(),
             rank: None,
+            catch_all: key.is_zero(),
+            checks: Vec::new(),
         });
         self.by_mask.insert(*key, i);
         self.last = Some(i);
         i
     }
 
-    /// The committed rank of `key`'s rules, if the committed table has that mask.
-    fn committed_rank(&mut self, key: &FlowKey) -> Option<u16> {
-        let i = self.find(key)?;
-        self.masks[i as usize].rank
+    /// True if `m`, of mask `mask` (an index into `masks`), passes [`validate_match`];
+    /// remembered per mask and [`prereq_bits`].
+    fn valid(&mut self, mask: u32, m: &Match) -> bool {
+        let bits = prereq_bits(m);
+        let checks = &mut self.masks[mask as usize].checks;
+        if let Some((_, ok)) = checks.iter().find(|(b, _)| *b == bits) {
+            return *ok;
+        }
+        let ok = validate_match(m).is_ok();
+        checks.push((bits, ok));
+        ok
     }
 
     fn inc(&mut self, i: u32, priority: u16, dirty: &mut Vec<u32>) {
@@ -266,12 +344,9 @@ impl TableMeta {
         }
     }
 
-    /// The committed classifier priority of a rule.
-    fn class_priority(&mut self, m: &Match, priority: u16) -> u32 {
-        let rank = self
-            .find(m.mask())
-            .and_then(|i| self.masks[i as usize].rank)
-            .unwrap_or(0);
+    /// The committed classifier priority of a rule of mask `mask` (an index into `masks`).
+    fn class_priority(&self, mask: u32, priority: u16) -> u32 {
+        let rank = self.masks[mask as usize].rank.unwrap_or(0);
         (u32::from(priority) << 16) | u32::from(rank)
     }
 
@@ -332,7 +407,7 @@ impl TableMeta {
     }
 }
 
-/// One version of a rule made by the bundle.
+/// One version of a rule made by the bundle. Its match is its slot's.
 struct Ver {
     /// The rule to commit (taken when the draft is applied). Only the draft holds it.
     rule: Option<Arc<OfRule>>,
@@ -344,27 +419,23 @@ struct Ver {
 }
 
 impl Ver {
-    /// A version of `rule`; `check` validates its match (a live rule's was validated).
-    fn new(rule: Arc<OfRule>, keep_counts: bool, check: bool) -> Ver {
-        let invalid = check && validate_match(&rule.entry.flow_match).is_err();
+    fn new(rule: OfRule, keep_counts: bool, invalid: bool) -> Ver {
         Ver {
-            rule: Some(rule),
+            rule: Some(Arc::new(rule)),
             keep_counts,
             alive: true,
             invalid,
         }
     }
 
-    fn entry(&self) -> Option<&FlowEntry> {
-        self.rule.as_ref().map(|r| &r.entry)
+    fn rule(&self) -> Option<&OfRule> {
+        self.rule.as_deref()
     }
 
-    fn entry_mut(&mut self) -> Option<&mut FlowEntry> {
-        self.rule.as_mut().map(|r| {
-            &mut Arc::get_mut(r)
-                .expect("draft rules are unshared until applied")
-                .entry
-        })
+    fn rule_mut(&mut self) -> Option<&mut OfRule> {
+        self.rule
+            .as_mut()
+            .map(|r| Arc::get_mut(r).expect("draft rules are unshared until applied"))
     }
 }
 
@@ -383,6 +454,15 @@ enum InPlace {
 struct Slot {
     /// Next slot with the same identity hash.
     next: u32,
+    /// The flow_mod of the bundle whose match is the identity's, or [`NONE`]: the live
+    /// rule's (rebuilt from the classifier rule when needed).
+    from: u32,
+    /// The identity's mask: its index in the draft's [`TableMeta`].
+    mask: u32,
+    /// The identity's OpenFlow priority.
+    priority: u16,
+    /// Whether the identity's match fails the classifier's checks, once an add asked.
+    invalid: Option<bool>,
     /// The live rule with this identity when the bundle started.
     orig: Option<LiveRule>,
     in_place: InPlace,
@@ -420,12 +500,13 @@ impl Slot {
         }
     }
 
-    fn ident(&self) -> Option<(&Match, u16)> {
-        let e = match &self.orig {
-            Some(o) => &o.payload().entry,
-            None => self.v0.as_ref()?.entry()?,
-        };
-        Some((&e.flow_match, e.priority))
+    /// The identity's match.
+    fn flow_match<'m>(&self, mods: &'m [FlowMod]) -> Cow<'m, Match> {
+        match (&self.orig, mods.get(self.from as usize)) {
+            (_, Some(fm)) => Cow::Borrowed(&fm.entry.flow_match),
+            (Some(o), None) => Cow::Owned(o.match_()),
+            (None, None) => unreachable!("a slot without a live rule comes from a flow_mod"),
+        }
     }
 
     /// Indices of the versions added by adds (not the in-place one).
@@ -454,6 +535,26 @@ impl Slot {
             InPlace::Draft(v) => self.ver(v).alive,
         }
     }
+
+    /// The version in place of the live rule, if it is in the draft: the live rule itself
+    /// or its modified version.
+    fn in_place_rule(&self) -> Option<&OfRule> {
+        match self.in_place {
+            InPlace::Untouched => self.orig.as_ref().map(|o| &**o.payload()),
+            InPlace::Dead => None,
+            InPlace::Draft(v) => Some(self.ver(v)).filter(|v| v.alive).and_then(Ver::rule),
+        }
+    }
+}
+
+/// The parts of `r` a flow_mod selects by, with `m` (rebuilt on demand) as its match.
+fn selectable<M>(r: &OfRule, m: M) -> Selectable<'_, M> {
+    Selectable {
+        priority: r.priority(),
+        cookie: r.cookie(),
+        actions: r.actions(),
+        flow_match: m,
+    }
 }
 
 /// A rule a modify or delete selected.
@@ -467,8 +568,10 @@ enum Cand {
 }
 
 /// The draft of one table.
-struct TableDraft {
+struct TableDraft<'m> {
     table: u8,
+    /// The bundle's flow_mods (their matches are the identities of the slots they made).
+    mods: &'m [FlowMod],
     meta: TableMeta,
     slots: Vec<Slot>,
     /// Head of each identity hash's chain of slots.
@@ -481,10 +584,11 @@ struct TableDraft {
     dirty: Vec<u32>,
 }
 
-impl TableDraft {
-    fn new(table: u8, meta: TableMeta, capacity: usize) -> Self {
+impl<'m> TableDraft<'m> {
+    fn new(table: u8, mods: &'m [FlowMod], meta: TableMeta, capacity: usize) -> Self {
         TableDraft {
             table,
+            mods,
             meta,
             slots: Vec::with_capacity(capacity),
             index: HashMap::with_capacity_and_hasher(capacity, WordBuild::default()),
@@ -500,10 +604,7 @@ impl TableDraft {
         let mut s = *self.index.get(&hash)?;
         while s != NONE {
             let slot = &self.slots[s as usize];
-            if slot
-                .ident()
-                .is_some_and(|(sm, sp)| sp == priority && sm == m)
-            {
+            if slot.priority == priority && *slot.flow_match(self.mods) == *m {
                 return Some(s);
             }
             s = slot.next;
@@ -511,12 +612,23 @@ impl TableDraft {
         None
     }
 
-    fn new_slot(&mut self, hash: u64, orig: Option<LiveRule>) -> u32 {
+    fn new_slot(
+        &mut self,
+        hash: u64,
+        orig: Option<LiveRule>,
+        from: u32,
+        mask: u32,
+        priority: u16,
+    ) -> u32 {
         let s = u32_of(self.slots.len());
         let next = self.index.insert(hash, s).unwrap_or(NONE);
         self.n_orig_slots += usize::from(orig.is_some());
         self.slots.push(Slot {
             next,
+            from,
+            mask,
+            priority,
+            invalid: None,
             orig,
             in_place: InPlace::Untouched,
             v0: None,
@@ -525,57 +637,67 @@ impl TableDraft {
         s
     }
 
-    /// The live rule with identity (`m`, `priority`).
-    fn live(&mut self, cls: Option<&OfTable>, m: &Match, priority: u16) -> Option<LiveRule> {
-        let cls = cls?;
-        let rank = self.meta.committed_rank(m.mask())?;
-        cls.find(m, (u32::from(priority) << 16) | u32::from(rank))
-    }
-
-    /// The slot of identity (`m`, `priority`): touched before, or made for its live rule,
-    /// or (with `create`) made empty.
-    fn slot(
-        &mut self,
+    /// The live rule with identity (`m`, `priority`), given the index of `m`'s mask in the
+    /// draft's meta (none: no live rule has it).
+    fn live(
+        &self,
         cls: Option<&OfTable>,
+        mask: Option<u32>,
         m: &Match,
         priority: u16,
-        create: bool,
-    ) -> Option<u32> {
+    ) -> Option<LiveRule> {
+        let rank = self.meta.masks[mask? as usize].rank?;
+        cls?.find(m, (u32::from(priority) << 16) | u32::from(rank))
+    }
+
+    /// The slot of the identity of flow_mod `from`: touched before, or made for its live
+    /// rule, or (with `create`) made empty.
+    fn slot(&mut self, cls: Option<&OfTable>, from: usize, create: bool) -> Option<u32> {
+        let e = &self.mods[from].entry;
+        let (m, priority) = (&e.flow_match, e.priority);
         let hash = ident_hash(m, priority);
         if let Some(s) = self.lookup(hash, m, priority) {
             return Some(s);
         }
-        match self.live(cls, m, priority) {
-            Some(r) => Some(self.new_slot(hash, Some(r))),
-            None if create => Some(self.new_slot(hash, None)),
-            None => None,
+        let mask = self.meta.find(m.mask());
+        let orig = self.live(cls, mask, m, priority);
+        if orig.is_none() && !create {
+            return None;
         }
+        let mask = match mask {
+            Some(i) => i,
+            None => self.meta.find_or_add(m.mask()),
+        };
+        Some(self.new_slot(hash, orig, u32_of(from), mask, priority))
     }
 
-    fn count(&mut self, m: &Match, priority: u16, up: bool) {
-        let i = self.meta.find_or_add(m.mask());
+    fn count(&mut self, mask: u32, priority: u16, up: bool) {
         if up {
-            self.meta.inc(i, priority, &mut self.dirty);
+            self.meta.inc(mask, priority, &mut self.dirty);
         } else {
-            self.meta.dec(i, priority, &mut self.dirty);
+            self.meta.dec(mask, priority, &mut self.dirty);
         }
     }
 
-    /// Adds the flow of `fm` as the rule an add makes; with `replace`, every rule of the
-    /// same identity goes first (an add), else they stay (a modify that adds).
-    fn add(&mut self, cls: Option<&OfTable>, fm: FlowMod, now: u64, replace: bool) {
-        // The flow goes to its final place at once (it is large), then is normalized there.
-        let mut rule = Arc::new(OfRule::new(fm.entry, self.table, now));
-        let e = &mut Arc::get_mut(&mut rule)
-            .expect("a rule just made is unshared")
-            .entry;
-        e.table = Some(self.table);
-        e.cookie_mask = 0;
-        e.out_port = OFPP_NONE;
-        let (m, p) = (&rule.entry.flow_match, rule.entry.priority);
-        let s = self.slot(cls, m, p, true).expect("made on demand");
+    /// Adds the flow of flow_mod `index`, with its `actions`, as the rule an add makes; with
+    /// `replace`, every rule of the same identity goes first (an add), else they stay (a
+    /// modify that adds).
+    fn add(
+        &mut self,
+        cls: Option<&OfTable>,
+        index: usize,
+        actions: Vec<Action>,
+        now: u64,
+        replace: bool,
+    ) {
+        let mods = self.mods;
+        let e = &mods[index].entry;
+        let s = self.slot(cls, index, true).expect("made on demand");
+        let slot = &mut self.slots[s as usize];
+        let (mask, p) = (slot.mask, slot.priority);
+        let catch_all = self.meta.masks[mask as usize].catch_all;
+        let rule = OfRule::from_flow(e, actions, self.table, now, catch_all);
         if replace {
-            let slot = &mut self.slots[s as usize];
             let mut n_killed = 0;
             if slot.in_place == InPlace::Untouched && slot.orig.is_some() {
                 slot.in_place = InPlace::Dead;
@@ -590,38 +712,40 @@ impl TableDraft {
                 }
             }
             for _ in 0..n_killed {
-                self.count(m, p, false);
+                self.meta.dec(mask, p, &mut self.dirty);
             }
         }
-        self.count(m, p, true);
-        let ver = Ver::new(rule, false, true);
-        self.n_invalid += usize::from(ver.invalid);
-        let v = self.slots[s as usize].push(ver);
+        self.meta.inc(mask, p, &mut self.dirty);
+        let slot = &mut self.slots[s as usize];
+        // The versions of a slot share its match: it is checked once.
+        let meta = &mut self.meta;
+        let invalid = *slot
+            .invalid
+            .get_or_insert_with(|| !meta.valid(mask, &e.flow_match));
+        let v = slot.push(Ver::new(rule, false, invalid));
+        self.n_invalid += usize::from(invalid);
         self.pushed.push((s, v));
     }
 
-    /// The rules of the draft that `fm` selects.
-    fn select(&mut self, cls: Option<&OfTable>, fm: &FlowMod, strict: bool) -> Vec<Cand> {
+    /// The rules of the draft that `fm` (flow_mod `index`) selects.
+    fn select(&mut self, cls: Option<&OfTable>, index: usize, strict: bool) -> Vec<Cand> {
+        let mods = self.mods;
+        let fm = &mods[index];
         let mut out = Vec::new();
-        let e = &fm.entry;
         let slot_cands = |slot: &Slot, s: u32, out: &mut Vec<Cand>| {
-            let in_place = match slot.in_place {
-                InPlace::Untouched => slot.orig.as_ref().map(|o| &o.payload().entry),
-                InPlace::Dead => None,
-                InPlace::Draft(v) => Some(slot.ver(v)).filter(|v| v.alive).and_then(Ver::entry),
-            };
-            if in_place.is_some_and(|r| selects(fm, strict, r)) {
+            let sel = |r: &OfRule| selects(fm, strict, selectable(r, || slot.flow_match(mods)));
+            if slot.in_place_rule().is_some_and(sel) {
                 out.push(Cand::InPlace(s));
             }
             for v in slot.pushed() {
                 let ver = slot.ver(v);
-                if ver.alive && ver.entry().is_some_and(|r| selects(fm, strict, r)) {
+                if ver.alive && ver.rule().is_some_and(sel) {
                     out.push(Cand::Ver(s, v));
                 }
             }
         };
         if strict {
-            if let Some(s) = self.slot(cls, &e.flow_match, e.priority, false) {
+            if let Some(s) = self.slot(cls, index, false) {
                 slot_cands(&self.slots[s as usize], s, &mut out);
             }
             return out;
@@ -632,16 +756,23 @@ impl TableDraft {
         if let Some(cls) = cls {
             let snap = cls.snapshot();
             for r in snap.rules() {
-                let re = &r.payload().entry;
-                if selects(fm, false, re)
-                    && (self.n_orig_slots == 0
-                        || self
-                            .lookup(
-                                ident_hash(&re.flow_match, re.priority),
-                                &re.flow_match,
-                                re.priority,
-                            )
-                            .is_none())
+                let p = r.payload();
+                let mut rebuilt = None;
+                let sel = selects(
+                    fm,
+                    false,
+                    selectable(p, || {
+                        let m = r.match_();
+                        rebuilt = Some(m);
+                        Cow::Owned(m)
+                    }),
+                );
+                if sel
+                    && (self.n_orig_slots == 0 || {
+                        let m = rebuilt.unwrap_or_else(|| r.match_());
+                        self.lookup(ident_hash(&m, p.priority()), &m, p.priority())
+                            .is_none()
+                    })
                 {
                     out.push(Cand::Live(r.clone()));
                 }
@@ -654,9 +785,10 @@ impl TableDraft {
     fn own(&mut self, c: Cand) -> Cand {
         match c {
             Cand::Live(r) => {
-                let e = &r.payload().entry;
-                let hash = ident_hash(&e.flow_match, e.priority);
-                Cand::InPlace(self.new_slot(hash, Some(r)))
+                let (m, p) = (r.match_(), r.payload().priority());
+                let hash = ident_hash(&m, p);
+                let mask = self.meta.find_or_add(m.mask());
+                Cand::InPlace(self.new_slot(hash, Some(r), NONE, mask, p))
             }
             c => c,
         }
@@ -665,21 +797,23 @@ impl TableDraft {
     fn modify(
         &mut self,
         cls: Option<&OfTable>,
-        fm: &FlowMod,
+        index: usize,
+        actions: &[Action],
         strict: bool,
         now: u64,
     ) -> Result<usize, SwitchError> {
-        let cands = self.select(cls, fm, strict);
+        let cands = self.select(cls, index, strict);
         if cands.is_empty() {
             return Ok(0);
         }
-        let e = &fm.entry;
-        check_gotos(&e.actions, self.table)?;
+        let mods = self.mods;
+        let e = &mods[index].entry;
+        check_gotos(actions, self.table)?;
         let keep_counts = !e.flags.contains(FlowFlags::RESET_COUNTS);
-        let change = |entry: &mut FlowEntry| {
-            entry.actions = e.actions.clone();
+        let change = |r: &mut OfRule| {
+            r.actions = actions.to_vec();
             if e.cookie_mask == 0 && e.cookie != u64::MAX && e.cookie != 0 {
-                entry.cookie = e.cookie;
+                r.cookie = e.cookie;
             }
         };
         let n = cands.len();
@@ -694,14 +828,9 @@ impl TableDraft {
                                 .orig
                                 .as_ref()
                                 .expect("an untouched slot has a live rule");
-                            let mut entry = o.payload().entry.clone();
-                            change(&mut entry);
-                            let ver = Ver::new(
-                                Arc::new(OfRule::new(entry, self.table, now)),
-                                keep_counts,
-                                false,
-                            );
-                            let v = slot.push(ver);
+                            let mut rule = o.payload().renewed(now);
+                            change(&mut rule);
+                            let v = slot.push(Ver::new(rule, keep_counts, false));
                             slot.in_place = InPlace::Draft(v);
                             continue;
                         }
@@ -711,16 +840,16 @@ impl TableDraft {
                 Cand::Live(_) => unreachable!("owned above"),
             };
             let ver = self.slots[s as usize].ver_mut(v);
-            if let Some(entry) = ver.entry_mut() {
-                change(entry);
+            if let Some(rule) = ver.rule_mut() {
+                change(rule);
             }
             ver.keep_counts = keep_counts;
         }
         Ok(n)
     }
 
-    fn delete(&mut self, cls: Option<&OfTable>, fm: &FlowMod, strict: bool) -> usize {
-        let cands = self.select(cls, fm, strict);
+    fn delete(&mut self, cls: Option<&OfTable>, index: usize, strict: bool) -> usize {
+        let cands = self.select(cls, index, strict);
         let n = cands.len();
         for c in cands {
             let s = match self.own(c) {
@@ -744,19 +873,18 @@ impl TableDraft {
                 }
                 Cand::Live(_) => unreachable!("owned above"),
             };
-            let (m, p) = {
-                let (m, p) = self.slots[s as usize]
-                    .ident()
-                    .expect("a selected rule has an identity");
-                (*m, p)
-            };
-            self.count(&m, p, false);
+            let slot = &self.slots[s as usize];
+            let (mask, p) = (slot.mask, slot.priority);
+            self.count(mask, p, false);
         }
         n
     }
 
-    /// True if a rule of `e`'s priority with another match overlaps `e` (`check_overlap`).
-    fn overlaps_any(&mut self, cls: Option<&OfTable>, e: &FlowEntry) -> bool {
+    /// True if a rule of the priority of flow_mod `index` with another match overlaps its
+    /// match (`check_overlap`).
+    fn overlaps_any(&mut self, cls: Option<&OfTable>, index: usize) -> bool {
+        let mods = self.mods;
+        let e = &mods[index].entry;
         let p = e.priority;
         let em = &e.flow_match;
         let masks: Vec<FlowKey> = self
@@ -773,43 +901,32 @@ impl TableDraft {
                 let hash = ident_hash(&m, p);
                 match self.lookup(hash, &m, p) {
                     Some(s) => self.slots[s as usize].alive_any(),
-                    None => self.live(cls, &m, p).is_some(),
+                    None => {
+                        let mask = self.meta.find(k);
+                        self.live(cls, mask, &m, p).is_some()
+                    }
                 }
             });
         }
-        let hit =
-            |r: &FlowEntry| r.priority == p && overlaps(&r.flow_match, em) && r.flow_match != *em;
-        for slot in &self.slots {
-            let in_place = match slot.in_place {
-                InPlace::Untouched => slot.orig.as_ref().map(|o| &o.payload().entry),
-                InPlace::Dead => None,
-                InPlace::Draft(v) => Some(slot.ver(v)).filter(|v| v.alive).and_then(Ver::entry),
-            };
-            if in_place.is_some_and(hit) {
-                return true;
-            }
-            if slot
-                .pushed()
-                .any(|v| slot.ver(v).alive && slot.ver(v).entry().is_some_and(hit))
-            {
-                return true;
-            }
+        let hit = |m: &Match| overlaps(m, em) && m != em;
+        // The versions of a slot share its match and priority.
+        if self
+            .slots
+            .iter()
+            .any(|s| s.priority == p && s.alive_any() && hit(&s.flow_match(mods)))
+        {
+            return true;
         }
         let Some(cls) = cls else {
             return false;
         };
         let snap = cls.snapshot();
         let found = snap.rules().any(|r| {
-            let re = &r.payload().entry;
-            hit(re)
-                && (self.n_orig_slots == 0
-                    || self
-                        .lookup(
-                            ident_hash(&re.flow_match, re.priority),
-                            &re.flow_match,
-                            re.priority,
-                        )
-                        .is_none())
+            if r.payload().priority() != p {
+                return false;
+            }
+            let m = r.match_();
+            hit(&m) && (self.n_orig_slots == 0 || self.lookup(ident_hash(&m, p), &m, p).is_none())
         });
         found
     }
@@ -820,11 +937,12 @@ impl TableDraft {
             return None;
         }
         self.pushed.iter().find_map(|(s, v)| {
-            let ver = self.slots[*s as usize].ver(*v);
-            if !(ver.alive && ver.invalid) {
+            let slot = &self.slots[*s as usize];
+            let ver = slot.ver(*v);
+            if !(ver.alive && ver.invalid && ver.rule.is_some()) {
                 return None;
             }
-            validate_match(&ver.entry()?.flow_match).err()
+            validate_match(&slot.flow_match(self.mods)).err()
         })
     }
 
@@ -834,6 +952,7 @@ impl TableDraft {
     fn apply(self, br: &mut Bridge) -> Result<(), SwitchError> {
         let t = self.table;
         let TableDraft {
+            mods,
             mut meta,
             mut slots,
             pushed,
@@ -843,21 +962,22 @@ impl TableDraft {
         } = self;
         let moved = meta.rerank();
         let mut removes: Vec<LiveRule> = Vec::new();
-        // Live rules to insert again or modify: (live rule, its new version if modified).
-        let mut in_place: Vec<(LiveRule, Option<Arc<OfRule>>)> = Vec::new();
+        // Live rules to insert again or modify: (live rule, its new version if modified,
+        // the index of its mask).
+        let mut in_place: Vec<(LiveRule, Option<Arc<OfRule>>, u32)> = Vec::new();
         if moved.iter().any(|m| *m) {
             if let Some(cls) = br.table(t) {
                 let snap = cls.snapshot();
                 for r in snap.rules() {
-                    let re = &r.payload().entry;
-                    let Some(i) = meta.find(re.flow_match.mask()) else {
+                    let m = r.match_();
+                    let Some(i) = meta.find(m.mask()) else {
                         continue;
                     };
                     if !moved[i as usize] {
                         continue;
                     }
                     let in_slot = n_orig_slots > 0 && {
-                        let hash = ident_hash(&re.flow_match, re.priority);
+                        let hash = ident_hash(&m, r.payload().priority());
                         let mut s = index.get(&hash).copied().unwrap_or(NONE);
                         while s != NONE
                             && !slots[s as usize]
@@ -871,7 +991,7 @@ impl TableDraft {
                     };
                     if !in_slot {
                         removes.push(r.clone());
-                        in_place.push((r.clone(), None));
+                        in_place.push((r.clone(), None, i));
                     }
                 }
             }
@@ -880,14 +1000,14 @@ impl TableDraft {
             let Some(o) = slot.orig.clone() else {
                 continue;
             };
-            let oe = &o.payload().entry;
-            let same = meta.class_priority(&oe.flow_match, oe.priority) == o.priority();
+            let same = meta.class_priority(slot.mask, slot.priority) == o.priority();
             if !same || !slot.alive_any() {
                 removes.push(o.clone());
             }
             match slot.in_place {
-                InPlace::Untouched if !same => in_place.push((o, None)),
+                InPlace::Untouched if !same => in_place.push((o, None, slot.mask)),
                 InPlace::Draft(v) if slot.ver(v).alive => {
+                    let mask = slot.mask;
                     let ver = slot.ver_mut(v);
                     let keep = ver.keep_counts;
                     let Some(mut rule) = ver.rule.take() else {
@@ -896,12 +1016,12 @@ impl TableDraft {
                     if keep {
                         inherit(&mut rule, &o);
                     }
-                    in_place.push((o, Some(rule)));
+                    in_place.push((o, Some(rule), mask));
                 }
                 _ => {}
             }
         }
-        in_place.sort_by_key(|(r, _)| (Reverse(r.priority()), r.seq()));
+        in_place.sort_by_key(|(r, _, _)| (Reverse(r.priority()), r.seq()));
         // The versions of one identity become one classifier rule (the last one commits
         // over the others): the committed counts hold it once.
         let mut dirty = Vec::new();
@@ -910,14 +1030,8 @@ impl TableDraft {
             .filter(|s| s.orig.is_some() || !s.more.is_empty())
         {
             let n_alive = slot.n_alive();
-            if n_alive > 1 {
-                let Some((m, p)) = slot.ident().map(|(m, p)| (*m.mask(), p)) else {
-                    continue;
-                };
-                let i = meta.find_or_add(&m);
-                for _ in 1..n_alive {
-                    meta.dec(i, p, &mut dirty);
-                }
+            for _ in 1..n_alive {
+                meta.dec(slot.mask, slot.priority, &mut dirty);
             }
         }
         debug_assert!(dirty.is_empty(), "a duplicate cannot change a maximum");
@@ -934,27 +1048,22 @@ impl TableDraft {
             .commit_with_unchecked(|ops| {
                 ops.reserve(n_ops);
                 for r in &removes {
-                    if !ops.remove(&r.payload().entry.flow_match, r.priority()) {
+                    if !ops.remove(&r.match_(), r.priority()) {
                         return;
                     }
                 }
-                let mut ranks = Ranker::new(&meta);
-                for (o, rule) in in_place {
-                    let rule = rule.unwrap_or_else(|| {
-                        let p = o.payload();
-                        Arc::new(OfRule {
-                            entry: p.entry.clone(),
-                            table: t,
-                            created_ms: p.created_ms,
-                            counters: p.counters.clone(),
-                        })
-                    });
-                    if !put(ops, &mut ranks, rule, Some(&o)) {
+                for (o, rule, mask) in in_place {
+                    let p = o.payload();
+                    let rule = rule.unwrap_or_else(|| Arc::new(p.same_rule()));
+                    let priority = meta.class_priority(mask, p.priority());
+                    if !put(ops, &o.match_(), priority, rule, Some(&o)) {
                         return;
                     }
                 }
                 for (s, v) in pushed {
                     let slot = &mut slots[s as usize];
+                    let m = slot.flow_match(mods);
+                    let priority = meta.class_priority(slot.mask, slot.priority);
                     let ver = slot.ver_mut(v);
                     if !ver.alive {
                         continue;
@@ -968,7 +1077,7 @@ impl TableDraft {
                             inherit(&mut rule, o);
                         }
                     }
-                    if !put(ops, &mut ranks, rule, slot.orig.as_ref()) {
+                    if !put(ops, &m, priority, rule, slot.orig.as_ref()) {
                         return;
                     }
                 }
@@ -983,47 +1092,21 @@ impl TableDraft {
     }
 }
 
-/// Classifier priorities of rules after a bundle, with the mask looked up last.
-struct Ranker<'a> {
-    meta: &'a TableMeta,
-    last: Option<u32>,
-}
-
-impl<'a> Ranker<'a> {
-    fn new(meta: &'a TableMeta) -> Self {
-        Ranker { meta, last: None }
-    }
-
-    fn class_priority(&mut self, m: &Match, priority: u16) -> u32 {
-        let masks = &self.meta.masks;
-        let i = match self.last {
-            Some(i) if masks[i as usize].key == *m.mask() => Some(i),
-            _ => self.meta.by_mask.get(m.mask()).copied(),
-        };
-        self.last = i;
-        let rank = i.and_then(|i| masks[i as usize].rank).unwrap_or(0);
-        (u32::from(priority) << 16) | u32::from(rank)
-    }
-}
-
-/// Puts `rule` at its classifier priority: a modify if `orig` (the live rule of the same
-/// identity) stays at that priority, else an insert. False if the commit failed.
+/// Puts `rule` with match `m` at classifier priority `priority`: a modify if `orig` (the
+/// live rule of the same identity) stays at that priority, else an insert. False if the
+/// commit failed.
 fn put(
     ops: &mut Ops<'_, Arc<OfRule>>,
-    ranks: &mut Ranker<'_>,
+    m: &Match,
+    priority: u32,
     rule: Arc<OfRule>,
     orig: Option<&LiveRule>,
 ) -> bool {
-    fn key(r: &Arc<OfRule>) -> &Match {
-        &r.entry.flow_match
-    }
-    let e = &rule.entry;
-    let priority = ranks.class_priority(&e.flow_match, e.priority);
     if orig.is_some_and(|o| o.priority() == priority) {
-        ops.modify_by(priority, rule, key)
+        ops.modify(m, priority, rule)
     } else {
-        let cookie = e.cookie;
-        ops.insert_by(priority, cookie, rule, key)
+        let cookie = rule.cookie();
+        ops.insert(m, priority, cookie, rule)
     }
 }
 
@@ -1035,19 +1118,22 @@ fn inherit(rule: &mut Arc<OfRule>, from: &LiveRule) {
 }
 
 /// The drafts of one bundle.
-struct Drafts {
-    tables: Vec<Option<TableDraft>>,
+struct Drafts<'m> {
+    mods: &'m [FlowMod],
+    tables: Vec<Option<TableDraft<'m>>>,
     /// Tables touched by the current flow_mod.
     touched: Vec<u8>,
 }
 
-impl Drafts {
-    fn draft(&mut self, br: &Bridge, t: u8, capacity: usize) -> &mut TableDraft {
+impl<'m> Drafts<'m> {
+    fn draft(&mut self, br: &Bridge, t: u8, capacity: usize) -> &mut TableDraft<'m> {
         if !self.touched.contains(&t) {
             self.touched.push(t);
         }
-        self.tables[usize::from(t)]
-            .get_or_insert_with(|| TableDraft::new(t, br.metas[usize::from(t)].clone(), capacity))
+        let mods = self.mods;
+        self.tables[usize::from(t)].get_or_insert_with(|| {
+            TableDraft::new(t, mods, br.metas[usize::from(t)].clone(), capacity)
+        })
     }
 
     fn has(&self, t: u8) -> bool {
@@ -1069,20 +1155,29 @@ impl Drafts {
 /// Applies `mods` to `br` as one bundle (see [`super::Switch::flow_mods`]).
 pub(super) fn flow_mods(
     br: &mut Bridge,
-    mods: Vec<FlowMod>,
+    mut mods: Vec<FlowMod>,
     now: u64,
 ) -> Result<FlowModOutcome, SwitchError> {
     let n_mods = mods.len();
+    // The actions move into the rules; the matches stay in `mods`, where the drafts find
+    // them until the commit.
+    let mut actions: Vec<Vec<Action>> = mods
+        .iter_mut()
+        .map(|fm| std::mem::take(&mut fm.entry.actions))
+        .collect();
+    let mods = &mods[..];
     let mut ds = Drafts {
+        mods,
         tables: (0..N_TABLES).map(|_| None).collect(),
         touched: Vec::new(),
     };
     let mut out = FlowModOutcome::default();
     {
         let br: &Bridge = br;
-        for (index, fm) in mods.into_iter().enumerate() {
+        for (index, fm) in mods.iter().enumerate() {
             let capacity = n_mods - index;
-            check_flow(&fm.entry, index)?;
+            let acts = std::mem::take(&mut actions[index]);
+            check_flow(&acts)?;
             let e = &fm.entry;
             match fm.command {
                 FlowModCommand::Add => {
@@ -1092,16 +1187,16 @@ pub(super) fn flow_mods(
                         }
                         _ => e.table_id(),
                     };
-                    check_gotos(&e.actions, t)?;
+                    check_gotos(&acts, t)?;
                     let cls = br.table(t);
                     let d = ds.draft(br, t, capacity);
-                    if e.flags.contains(FlowFlags::CHECK_OVERLAP) && d.overlaps_any(cls, e) {
+                    if e.flags.contains(FlowFlags::CHECK_OVERLAP) && d.overlaps_any(cls, index) {
                         return Err(SwitchError::Overlap {
                             table: t,
                             priority: e.priority,
                         });
                     }
-                    d.add(cls, fm, now, true);
+                    d.add(cls, index, acts, now, true);
                     out.n_added += 1;
                 }
                 FlowModCommand::Modify { strict } => {
@@ -1111,14 +1206,14 @@ pub(super) fn flow_mods(
                         if cls.is_none() && !ds.has(t) {
                             continue;
                         }
-                        n += ds.draft(br, t, 0).modify(cls, &fm, strict, now)?;
+                        n += ds.draft(br, t, 0).modify(cls, index, &acts, strict, now)?;
                     }
                     out.n_modified += n;
                     if n == 0 && fm.modify_may_add {
                         let t = e.table_id();
-                        check_gotos(&e.actions, t)?;
+                        check_gotos(&acts, t)?;
                         let cls = br.table(t);
-                        ds.draft(br, t, capacity).add(cls, fm, now, false);
+                        ds.draft(br, t, capacity).add(cls, index, acts, now, false);
                         out.n_added += 1;
                     }
                 }
@@ -1128,7 +1223,7 @@ pub(super) fn flow_mods(
                         if cls.is_none() && !ds.has(t) {
                             continue;
                         }
-                        out.n_deleted += ds.draft(br, t, 0).delete(cls, &fm, strict);
+                        out.n_deleted += ds.draft(br, t, 0).delete(cls, index, strict);
                     }
                 }
             }
@@ -1155,5 +1250,82 @@ fn tables_of(table: Option<u8>) -> std::ops::RangeInclusive<u8> {
     match table {
         Some(t) if usize::from(t) < N_TABLES => t..=t,
         _ => 0..=254,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use packet::key::{fields, KeyField};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// splitmix64.
+    fn next(x: &mut u64) -> u64 {
+        *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value for `f`, often one that a prerequisite looks for.
+    fn value(f: KeyField, x: &mut u64) -> u128 {
+        let r = next(x);
+        let pick = |vals: &[u128]| vals[usize::try_from(r).unwrap_or(0) % vals.len()];
+        match f {
+            _ if r % 5 == 0 => u128::from(next(x)),
+            _ if f == fields::DL_TYPE => pick(&[0x0800, 0x86dd, 0x0806, 0x8035, 0x8847, 0x8848]),
+            _ if f == fields::NW_PROTO => pick(&[1, 6, 17, 58, 132]),
+            _ if f == fields::TP_SRC => pick(&[135, 136, 80]),
+            _ if f == fields::TP_DST => pick(&[0, 1]),
+            _ if f == fields::VLAN_TCI => pick(&[0, 0x1000, 0x1005]),
+            _ if f == fields::CT_STATE => pick(&[0, 0x20, 0x21, 0x30]),
+            _ => u128::from(next(x)),
+        }
+    }
+
+    proptest! {
+        /// `TableMeta::valid`, remembered per mask and prerequisite bits, says what
+        /// `validate_match` says: the check reads the value only through the prerequisites.
+        #[test]
+        fn remembered_checks_agree_with_validate_match(seed in any::<u64>()) {
+            let mut x = seed;
+            let masks: Vec<FlowKey> = (0..4)
+                .map(|_| {
+                    let mut k = FlowKey::default();
+                    let sparse = 6 + next(&mut x) % 60;
+                    for f in fields::ALL.iter() {
+                        let usual = [fields::DL_TYPE, fields::NW_PROTO].contains(f);
+                        if next(&mut x) % if usual { 2 } else { sparse } == 0 {
+                            k.set(*f, u128::MAX);
+                        }
+                    }
+                    if next(&mut x) % 8 == 0 {
+                        // Bits of no field.
+                        k.words[usize::try_from(next(&mut x) % 45).expect("small")] |= next(&mut x);
+                    }
+                    k
+                })
+                .collect();
+            let mut meta = TableMeta::default();
+            for _ in 0..200 {
+                let mask = masks[usize::try_from(next(&mut x) % 4).expect("small")];
+                let mut v = FlowKey::default();
+                for f in fields::ALL.iter() {
+                    v.set(*f, value(*f, &mut x));
+                }
+                let m = Match::new(v, mask);
+                let i = meta.find_or_add(&mask);
+                prop_assert_eq!(meta.valid(i, &m), validate_match(&m).is_ok(), "{:?}", m);
+            }
+        }
+    }
+
+    #[test]
+    fn prereqs_are_listed_at_their_bits() {
+        for (i, p) in PREREQS.iter().enumerate() {
+            assert_eq!(prereq_bit(*p), 1 << i, "{p:?}");
+        }
     }
 }

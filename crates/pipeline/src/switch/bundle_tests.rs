@@ -174,7 +174,7 @@ fn facts(rules: Vec<(u8, Arc<Rule<Arc<OfRule>>>)>, t: u8) -> Facts {
                 r.seq(),
                 r.match_(),
                 r.cookie(),
-                p.entry.clone(),
+                p.to_flow_entry(r.match_()),
                 p.n_packets(),
                 p.n_bytes(),
                 p.created_ms,
@@ -211,12 +211,10 @@ fn run_both(steps: &[Step]) -> Result<(), TestCaseError> {
             Step::Credit => {
                 let br = sw.bridge("br0").expect("exists");
                 for (_, r) in br.rules() {
-                    r.payload()
-                        .credit(u64::from(r.payload().entry.priority) + 1);
+                    r.payload().credit(u64::from(r.payload().priority()) + 1);
                 }
                 for (_, r) in rf.rules() {
-                    r.payload()
-                        .credit(u64::from(r.payload().entry.priority) + 1);
+                    r.payload().credit(u64::from(r.payload().priority()) + 1);
                 }
             }
         }
@@ -367,7 +365,7 @@ fn equal_priorities_follow_ovs_subtable_order_across_bundles() {
             .reader()
             .lookup(&k, None)
             .expect("a rule matches");
-        r.payload().entry.actions.clone()
+        r.payload().actions().to_vec()
     };
     let out1 = vec![Action::Output {
         port: 1,

@@ -2,18 +2,20 @@
 //! every touched table and recomputed the subtable order per flow_mod), kept for the tests
 //! as the reference the new one must agree with exactly.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use classifier::{Batch, Classifier, Rule};
 use openflow::flow::{FlowEntry, FlowFlags};
 use openflow::ofctl::value::OFPP_NONE;
+use openflow::Match;
 use packet::key::FlowKey;
 
 use super::bundle::validate_match;
 use super::{
     check_flow, check_gotos, overlaps, selects, FlowMod, FlowModCommand, FlowModOutcome, OfRule,
-    OfTable, SwitchError, N_TABLES,
+    OfTable, Selectable, SwitchError, N_TABLES,
 };
 
 /// The working copy of one table during a bundle: rule identity → rule.
@@ -70,12 +72,12 @@ impl RefBridge {
         let mut expired = Vec::new();
         for (t, r) in self.rules() {
             let p = r.payload();
-            let hard = p.entry.hard_timeout != 0
-                && now_ms >= p.created_ms + 1000 * u64::from(p.entry.hard_timeout);
-            let idle = p.entry.idle_timeout != 0
-                && now_ms >= p.last_used_ms() + 1000 * u64::from(p.entry.idle_timeout);
+            let hard = p.hard_timeout() != 0
+                && now_ms >= p.created_ms + 1000 * u64::from(p.hard_timeout());
+            let idle = p.idle_timeout() != 0
+                && now_ms >= p.last_used_ms() + 1000 * u64::from(p.idle_timeout());
             if (hard || idle) && self.table_mut(t).remove(r.match_(), r.priority()).is_ok() {
-                expired.push(p.entry.clone());
+                expired.push(p.to_flow_entry(r.match_()));
             }
         }
         expired
@@ -96,7 +98,7 @@ impl RefBridge {
                     .iter()
                     .filter(|(lt, _)| *lt == t)
                     .map(|(_, r)| DraftRule {
-                        entry: r.payload().entry.clone(),
+                        entry: r.payload().to_flow_entry(r.match_()),
                         live: Some(r.clone()),
                         keep_counts: true,
                     })
@@ -105,9 +107,9 @@ impl RefBridge {
         };
         let mut out = FlowModOutcome::default();
         let mut pvecs: BTreeMap<u8, Vec<(FlowKey, u16)>> = BTreeMap::new();
-        for (index, fm) in mods.iter().enumerate() {
+        for fm in &mods {
             let e = &fm.entry;
-            check_flow(e, index)?;
+            check_flow(&e.actions)?;
             let tables: Vec<u8> = match (fm.command, e.table) {
                 (FlowModCommand::Add, Some(t)) if usize::from(t) >= N_TABLES => {
                     return Err(SwitchError::BadTable(t))
@@ -157,7 +159,7 @@ impl RefBridge {
                         draft(&mut drafts, t);
                         let d = drafts.get_mut(&t).expect("draft just created");
                         for r in d.rules.iter_mut() {
-                            if selects(fm, strict, &r.entry) {
+                            if selects(fm, strict, selectable(&r.entry)) {
                                 check_gotos(&e.actions, t)?;
                                 r.entry.actions = e.actions.clone();
                                 if e.cookie_mask == 0 && e.cookie != u64::MAX && e.cookie != 0 {
@@ -195,7 +197,8 @@ impl RefBridge {
                         draft(&mut drafts, t);
                         let d = drafts.get_mut(&t).expect("draft just created");
                         let before = d.rules.len();
-                        d.rules.retain(|r| !selects(fm, strict, &r.entry));
+                        d.rules
+                            .retain(|r| !selects(fm, strict, selectable(&r.entry)));
                         out.n_deleted += before - d.rules.len();
                     }
                 }
@@ -241,7 +244,7 @@ impl RefBridge {
                 (u32::from(e.priority) << 16) | u32::from(rank)
             };
             let same = |r: &Rule<Arc<OfRule>>, e: &FlowEntry| {
-                r.priority() == want(e) && r.payload().entry.flow_match == e.flow_match
+                r.priority() == want(e) && r.match_() == e.flow_match
             };
             let mut batch = Batch::new();
             for r in &old {
@@ -259,12 +262,18 @@ impl RefBridge {
                     old.iter()
                         .find(|r| {
                             n.keep_counts
-                                && r.payload().entry.priority == n.entry.priority
-                                && r.payload().entry.flow_match == n.entry.flow_match
+                                && r.payload().priority() == n.entry.priority
+                                && r.match_() == n.entry.flow_match
                         })
                         .cloned()
                 });
-                let mut rule = OfRule::new(n.entry.clone(), t, now);
+                let mut rule = OfRule::from_flow(
+                    &n.entry,
+                    n.entry.actions.clone(),
+                    t,
+                    now,
+                    n.entry.flow_match.mask().is_zero(),
+                );
                 if let Some(p) = &prev {
                     rule.created_ms = p.payload().created_ms;
                     rule.counters = p.payload().counters.clone();
@@ -286,6 +295,16 @@ impl RefBridge {
             }
         }
         Ok(out)
+    }
+}
+
+/// The parts of a flow a flow_mod selects by.
+fn selectable<'a>(e: &'a FlowEntry) -> Selectable<'a, impl FnOnce() -> Cow<'a, Match>> {
+    Selectable {
+        priority: e.priority,
+        cookie: e.cookie,
+        actions: &e.actions,
+        flow_match: || Cow::Borrowed(&e.flow_match),
     }
 }
 

@@ -653,34 +653,34 @@ impl Ctx<'_> {
                     p.touch(self.opts.now_ms);
                 }
                 if let Some(w) = self.walk.as_mut() {
-                    let m = format_match(&p.entry.flow_match, None);
+                    let m = format_match(&rule.match_(), None);
                     let m = if m.is_empty() {
                         String::new()
                     } else {
                         format!("{m}, ")
                     };
-                    let cookie = if p.entry.cookie != 0 {
-                        format!(", cookie {:#x}", p.entry.cookie)
+                    let cookie = if p.cookie() != 0 {
+                        format!(", cookie {:#x}", p.cookie())
                     } else {
                         String::new()
                     };
                     w.push(
                         depth,
-                        format!("{table:2}. {m}priority {}{cookie}", p.entry.priority),
+                        format!("{table:2}. {m}priority {}{cookie}", p.priority()),
                     );
                 }
                 self.resubmits += 1;
                 let deepen = u32::from(deepens);
                 self.depth += deepen;
                 let old_cookie = self.rule_cookie;
-                self.rule_cookie = p.entry.cookie;
+                self.rule_cookie = p.cookie();
                 let old_miss = std::mem::replace(
                     &mut self.rule_is_table_miss,
-                    p.entry.priority == 0 && p.entry.flow_match.mask().is_zero(),
+                    p.priority() == 0 && p.is_catch_all(),
                 );
                 self.indent += 1;
                 // `rule` is an `Arc` held here: its actions outlive the nested walk.
-                self.do_actions(&rule.payload().entry.actions, last);
+                self.do_actions(rule.payload().actions(), last);
                 self.indent -= 1;
                 self.rule_cookie = old_cookie;
                 self.rule_is_table_miss = old_miss;
