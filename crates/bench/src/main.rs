@@ -81,8 +81,9 @@ struct DatapathArgs {
     /// Flow counts, comma-separated (1000 or 1K; K = 1000).
     #[arg(long, default_value = "1K,8K,64K,256K", value_delimiter = ',', value_parser = parse_flows_list)]
     flows: Vec<u32>,
-    /// Rule sets, comma-separated: single, single-udp, exact (the matrix), and mixed (exact
-    /// rules for even flows, a prefix rule for odd ones: megaflows of two masks).
+    /// Rule sets, comma-separated: single, single-udp, exact (the matrix), mixed (exact rules
+    /// for even flows, a prefix rule for odd ones: megaflows of two masks) and masks8 (exact
+    /// matches on eight field sets: eight or more masks).
     #[arg(long, default_value = "single,single-udp,exact", value_delimiter = ',', value_parser = parse_rulesets)]
     ruleset: Vec<Ruleset>,
     /// Frame lengths on the wire (FCS included), comma-separated.

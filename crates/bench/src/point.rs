@@ -4,7 +4,8 @@
 //! The matrix is the one of `shared/peers/ovs-dpdk`: frames of 64 B and 1518 B on the wire
 //! (60 B and 1514 B in the pcap), 1K, 8K, 64K and 256K flows (flow `i` as in
 //! `datapath::flows`), and the rule sets `single`, `single-udp` and `exact` ([`Ruleset`]). The
-//! rule set `mixed` (ours, outside the default matrix) makes megaflows of two masks.
+//! rule sets `mixed` and `masks8` (ours, outside the default matrix) make megaflows of two and
+//! of eight or more masks.
 //!
 //! [`Hits`] are *counts* of packets over the measurement window (not fractions): the packets
 //! served by each cache level. [`Hits::percent`] turns them into shares of [`Hits::total`].
@@ -31,6 +32,10 @@ pub enum Ruleset {
     /// for). Even flows have their exact 5-tuple rule (priority 100); odd flows are forwarded by
     /// `priority=10,udp,nw_src=198.18.0.0/16`, with `priority=0,actions=drop` below.
     Mixed,
+    /// Not in `gen_rules.py` and not in the default matrix: one rule per flow, an exact match on
+    /// one of eight combinations of the 5-tuple's fields with its own priority
+    /// (`datapath::flows::masks8_rule`), so megaflows come in at least eight masks.
+    Masks8,
 }
 
 impl Ruleset {
@@ -44,6 +49,7 @@ impl Ruleset {
             Ruleset::SingleUdp => "single-udp",
             Ruleset::Exact => "exact",
             Ruleset::Mixed => "mixed",
+            Ruleset::Masks8 => "masks8",
         }
     }
 }
@@ -77,6 +83,7 @@ impl FromStr for Ruleset {
             "single-udp" | "single_udp" => Ok(Ruleset::SingleUdp),
             "exact" => Ok(Ruleset::Exact),
             "mixed" => Ok(Ruleset::Mixed),
+            "masks8" => Ok(Ruleset::Masks8),
             other => Err(FilterError::Ruleset(other.to_owned())),
         }
     }

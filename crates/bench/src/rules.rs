@@ -3,47 +3,39 @@
 
 use std::fmt::Write as _;
 
-use datapath::flows::flow_tuple;
+pub use datapath::flows::exact_rule;
+use datapath::flows::{masks8_rule, mixed_prefix_rule};
 
 use crate::point::Ruleset;
-
-/// The exact 5-tuple rule of flow `i` (priority 100, forwarding to `out_port`), one line
-/// without its newline.
-pub fn exact_rule(i: u32, out_port: &str) -> String {
-    let (src, dst, sport, dport) = flow_tuple(i);
-    format!(
-        "priority=100,udp,nw_src={src},nw_dst={dst},tp_src={sport},tp_dst={dport},actions=output:{out_port}"
-    )
-}
 
 /// The rule file of `ruleset` for `n_flows` flows, forwarding to `out_port` (a port name such
 /// as `p1`, which `ovs-ofctl` resolves, or a number). One rule a line, `\n`-terminated.
 pub fn rules_text(ruleset: Ruleset, n_flows: u32, out_port: &str) -> String {
     let act = format!("output:{out_port}");
-    match ruleset {
-        Ruleset::Single => format!("priority=0,actions={act}\n"),
-        Ruleset::SingleUdp => format!("priority=1,udp,actions={act}\n"),
-        Ruleset::Exact | Ruleset::Mixed => {
-            let mixed = ruleset == Ruleset::Mixed;
-            let mut s = String::with_capacity(usize::try_from(n_flows).unwrap_or(0) * 100 + 32);
-            for i in (0..n_flows).filter(|i| !mixed || i % 2 == 0) {
-                // Writing to a String cannot fail.
-                let _ = writeln!(s, "{}", exact_rule(i, out_port));
-            }
-            if mixed {
-                let _ = writeln!(s, "priority=10,udp,nw_src=198.18.0.0/16,actions={act}");
-            }
-            s.push_str("priority=0,actions=drop\n");
-            s
-        }
+    let rule: fn(u32, &str) -> String = match ruleset {
+        Ruleset::Single => return format!("priority=0,actions={act}\n"),
+        Ruleset::SingleUdp => return format!("priority=1,udp,actions={act}\n"),
+        Ruleset::Exact | Ruleset::Mixed => exact_rule,
+        Ruleset::Masks8 => masks8_rule,
+    };
+    let step = if ruleset == Ruleset::Mixed { 2 } else { 1 };
+    let mut s = String::with_capacity(usize::try_from(n_flows).unwrap_or(0) * 100 + 64);
+    for i in (0..n_flows).step_by(step) {
+        // Writing to a String cannot fail.
+        let _ = writeln!(s, "{}", rule(i, out_port));
     }
+    if ruleset == Ruleset::Mixed {
+        let _ = writeln!(s, "{}", mixed_prefix_rule(out_port));
+    }
+    s.push_str("priority=0,actions=drop\n");
+    s
 }
 
 /// How many rules [`rules_text`] writes.
 pub fn rule_count(ruleset: Ruleset, n_flows: u32) -> u64 {
     match ruleset {
         Ruleset::Single | Ruleset::SingleUdp => 1,
-        Ruleset::Exact => u64::from(n_flows) + 1,
+        Ruleset::Exact | Ruleset::Masks8 => u64::from(n_flows) + 1,
         Ruleset::Mixed => u64::from(n_flows.div_ceil(2)) + 2,
     }
 }
@@ -111,6 +103,29 @@ mod tests {
         assert_eq!(rule_count(Ruleset::Mixed, 5), 5);
         assert_eq!(rule_count(Ruleset::Mixed, 4), 4);
         assert_eq!(rules_text(Ruleset::Mixed, 4, "p1").lines().count(), 4);
+    }
+
+    #[test]
+    fn masks8_has_one_rule_per_flow_over_eight_field_sets() {
+        let text = rules_text(Ruleset::Masks8, 9, "p1");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 10);
+        assert_eq!(
+            u64::try_from(lines.len()).unwrap(),
+            rule_count(Ruleset::Masks8, 9)
+        );
+        assert_eq!(lines[0], exact_rule(0, "p1"));
+        assert_eq!(
+            lines[7],
+            "priority=93,udp,nw_src=198.18.0.7,actions=output:p1"
+        );
+        assert_eq!(
+            lines[8],
+            "priority=100,udp,nw_src=198.18.0.8,nw_dst=198.19.0.0,tp_src=1032,tp_dst=1024,actions=output:p1"
+        );
+        let priorities: std::collections::BTreeSet<&str> =
+            lines[..8].iter().map(|l| &l[..12]).collect();
+        assert_eq!(priorities.len(), 8);
     }
 
     #[test]

@@ -6,13 +6,13 @@
 //!     [--frame-len 64] [--seconds 5] [--megaflow-limit N] [--emc ENTRIES]
 //! ```
 //!
-//! Rule sets as `ferrovs-bench datapath`: `single`, `single-udp`, `exact`, `mixed`.
+//! Rule sets as `ferrovs-bench datapath`: `single`, `single-udp`, `exact`, `mixed`, `masks8`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use datapath::flows::{flow_tuple, flows_pcap};
+use datapath::flows::{exact_rule, flows_pcap, masks8_rule, mixed_prefix_rule};
 use datapath::netdev::null::NullNetdev;
 use datapath::netdev::pcap_replay::{PcapReplay, ReplayConfig};
 use datapath::netdev::Netdev;
@@ -22,52 +22,19 @@ use datapath::{cycles, DpPort, Pmd, PmdConfig};
 use pipeline::switch::{FlowMod, Switch};
 
 fn rules(ruleset: &str, flows: u32) -> Vec<String> {
-    match ruleset {
-        "single" => vec!["priority=0,actions=output:p1".into()],
-        "single-udp" => vec!["priority=1,udp,actions=output:p1".into()],
-        "masks8" => {
-            let mut v: Vec<String> = (0..flows)
-                .map(|i| {
-                    let (s, d, sp, dp) = flow_tuple(i);
-                    let j = i % 8;
-                    let f = [
-                        format!("nw_src={s},nw_dst={d},tp_src={sp},tp_dst={dp}"),
-                        format!("nw_src={s},nw_dst={d},tp_src={sp}"),
-                        format!("nw_src={s},nw_dst={d},tp_dst={dp}"),
-                        format!("nw_src={s},tp_src={sp},tp_dst={dp}"),
-                        format!("nw_src={s},nw_dst={d}"),
-                        format!("nw_src={s},tp_src={sp}"),
-                        format!("nw_src={s},tp_dst={dp}"),
-                        format!("nw_src={s}"),
-                    ];
-                    format!(
-                        "priority={},udp,{},actions=output:p1",
-                        100 - j,
-                        f[j as usize]
-                    )
-                })
-                .collect();
-            v.push("priority=0,actions=drop".into());
-            v
-        }
-        _ => {
-            let mixed = ruleset == "mixed";
-            let mut v: Vec<String> = (0..flows)
-                .filter(|i| !mixed || i % 2 == 0)
-                .map(|i| {
-                    let (s, d, sp, dp) = flow_tuple(i);
-                    format!(
-                        "priority=100,udp,nw_src={s},nw_dst={d},tp_src={sp},tp_dst={dp},actions=output:p1"
-                    )
-                })
-                .collect();
-            if mixed {
-                v.push("priority=10,udp,nw_src=198.18.0.0/16,actions=output:p1".into());
-            }
-            v.push("priority=0,actions=drop".into());
-            v
-        }
-    }
+    let mut v: Vec<String> = match ruleset {
+        "single" => return vec!["priority=0,actions=output:p1".into()],
+        "single-udp" => return vec!["priority=1,udp,actions=output:p1".into()],
+        "masks8" => (0..flows).map(|i| masks8_rule(i, "p1")).collect(),
+        "mixed" => (0..flows)
+            .step_by(2)
+            .map(|i| exact_rule(i, "p1"))
+            .chain([mixed_prefix_rule("p1")])
+            .collect(),
+        _ => (0..flows).map(|i| exact_rule(i, "p1")).collect(),
+    };
+    v.push("priority=0,actions=drop".into());
+    v
 }
 
 /// Nanoseconds this thread has been on a CPU.

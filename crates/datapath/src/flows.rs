@@ -38,6 +38,43 @@ pub fn flow_tuple(i: u32) -> (Ipv4Addr, Ipv4Addr, u16, u16) {
     )
 }
 
+/// The exact 5-tuple rule of flow `i` (priority 100, forwarding to `out_port`) in
+/// `ovs-ofctl add-flows` syntax, as `gen_rules.py --mode exact` writes it.
+pub fn exact_rule(i: u32, out_port: &str) -> String {
+    let (src, dst, sport, dport) = flow_tuple(i);
+    format!(
+        "priority=100,udp,nw_src={src},nw_dst={dst},tp_src={sport},tp_dst={dport},actions=output:{out_port}"
+    )
+}
+
+/// The rule that forwards the odd flows of the rule set `mixed` (whose even flows have their
+/// [`exact_rule`]), with `{out}` for the output port.
+pub fn mixed_prefix_rule(out_port: &str) -> String {
+    format!("priority=10,udp,nw_src=198.18.0.0/16,actions=output:{out_port}")
+}
+
+/// Flow `i`'s rule in the rule set `masks8`: an exact match on one of eight combinations of
+/// the 5-tuple's fields (`i mod 8` picks it, each combination with its own priority, and
+/// each includes `nw_src`), so translations make megaflows of at least eight masks.
+pub fn masks8_rule(i: u32, out_port: &str) -> String {
+    let (s, d, sp, dp) = flow_tuple(i);
+    let j = i % 8;
+    let fields = match j {
+        0 => format!("nw_src={s},nw_dst={d},tp_src={sp},tp_dst={dp}"),
+        1 => format!("nw_src={s},nw_dst={d},tp_src={sp}"),
+        2 => format!("nw_src={s},nw_dst={d},tp_dst={dp}"),
+        3 => format!("nw_src={s},tp_src={sp},tp_dst={dp}"),
+        4 => format!("nw_src={s},nw_dst={d}"),
+        5 => format!("nw_src={s},tp_src={sp}"),
+        6 => format!("nw_src={s},tp_dst={dp}"),
+        _ => format!("nw_src={s}"),
+    };
+    format!(
+        "priority={},udp,{fields},actions=output:{out_port}",
+        100 - j
+    )
+}
+
 /// The frame of flow `i`, `wire_len` bytes on the wire (FCS included), so `wire_len - 4`
 /// bytes long; at least 46 (an Ethernet/IPv4/UDP header).
 pub fn flow_frame(i: u32, wire_len: usize) -> Vec<u8> {

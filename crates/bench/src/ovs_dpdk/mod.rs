@@ -590,7 +590,9 @@ impl OvsDpdk {
         let raw = self.root().join("raw").join(&tag);
         fs::create_dir_all(&raw).with_context(|| format!("creating {}", raw.display()))?;
         let rules_file = self.root().join("rules").join(match point.ruleset {
-            r @ (crate::point::Ruleset::Exact | crate::point::Ruleset::Mixed) => {
+            r @ (crate::point::Ruleset::Exact
+            | crate::point::Ruleset::Mixed
+            | crate::point::Ruleset::Masks8) => {
                 format!("{r}_{}.of", point.flows)
             }
             r => format!("{r}.of"),
