@@ -1,11 +1,11 @@
 //! Lookups/s at two rule counts measured in alternating short slices, so that the ratio of
 //! each pair is taken under the same load (a shared machine's noise drifts slowly); prints the
-//! median of each size and of the pairs' ratios, for single and batched lookups with wildcard
-//! tracking on (hits).
+//! median of each size and of the pairs' ratios, for single and batched lookups (default: hits,
+//! wildcard tracking on).
 //!
 //! ```text
 //! cargo build --release -p classifier --example lookup_pairs
-//! taskset -c 1 target/release/examples/lookup_pairs [--small 1000] [--large 262144] [--pairs 60] [--set exact|mixed] [--wc on|off]
+//! taskset -c 1 target/release/examples/lookup_pairs [--small 1000] [--large 262144] [--pairs 60] [--set exact|mixed] [--wc on|off] [--keys hit|miss]
 //! ```
 
 #![allow(missing_docs)]
@@ -67,6 +67,7 @@ fn main() {
     let mut pairs = 60usize;
     let mut set = String::from("exact");
     let mut wc = true;
+    let mut misses = false;
     let mut it = std::env::args().skip(1);
     let fail = |msg: String| -> ! {
         eprintln!("{msg}");
@@ -84,9 +85,10 @@ fn main() {
             "--pairs" => pairs = num(&v).max(1),
             "--set" => set = v,
             "--wc" => wc = v == "on",
+            "--keys" => misses = v == "miss",
             _ => fail(format!(
                 "unknown option {f}; usage: lookup_pairs [--small N] [--large N] [--pairs N] \
-                 [--set exact|mixed] [--wc on|off]"
+                 [--set exact|mixed] [--wc on|off] [--keys hit|miss]"
             )),
         }
     }
@@ -104,14 +106,20 @@ fn main() {
     for batch in [false, true] {
         let (mut a, mut b, mut r) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..pairs {
-            let x = slice(&rs, &ws.hits, n, batch, wc);
-            let y = slice(&rl, &wl.hits, n, batch, wc);
+            let (ks, kl) = if misses {
+                (&ws.misses, &wl.misses)
+            } else {
+                (&ws.hits, &wl.hits)
+            };
+            let x = slice(&rs, ks, n, batch, wc);
+            let y = slice(&rl, kl, n, batch, wc);
             a.push(x);
             b.push(y);
             r.push(y / x);
         }
         println!(
-            "{set} hits wc={} api={:<6} {small}: {:.2}M/s  {large}: {:.2}M/s  ratio (median of {pairs} pairs) {:.2}x",
+            "{set} {} wc={} api={:<6} {small}: {:.2}M/s  {large}: {:.2}M/s  ratio (median of {pairs} pairs) {:.2}x",
+            if misses { "misses" } else { "hits" },
             if wc { "on" } else { "off" },
             if batch { "batch" } else { "single" },
             median(a) / 1e6,

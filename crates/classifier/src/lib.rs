@@ -23,11 +23,11 @@
 //! the best priority found (subtables with that same priority are still probed, for the
 //! tie rule).
 //!
-//! A subtable's entries sit in one dense array, indexed by an open-addressing table of 8-byte
-//! slots (hash tag and entry index, at most half full; `slots.rs`), so the first slot a probe
-//! reads is known from the hash alone. [`RuleSet::lookup_batch`] uses that: it takes up to
-//! [`BATCH`] keys through the subtables together and, in each, hashes every key, loads every
-//! key's home slot, then every candidate entry, and only then compares. The loops are short
+//! A subtable's entries sit in place in an open-addressing table (`cells.rs`, at most half
+//! full), so the cell a probe reads first is known from the hash alone and a hit usually reads
+//! one cell. [`RuleSet::lookup_batch`] uses that: it takes up to [`BATCH`] keys through the
+//! subtables together and, in each, hashes every key, loads every key's home cell, and only
+//! then compares. The loops are short
 //! enough that the CPU keeps all of a batch's cache misses in flight (a safe-Rust stand-in for
 //! the datapath's prefetches), so a table far larger than the caches costs little more per
 //! lookup than a small one. Results and consulted bits are those of single lookups.
@@ -122,11 +122,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cells;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod naive;
 mod rule;
 mod ruleset;
-mod slots;
 mod subtable;
 mod trie;
 mod writer;

@@ -220,7 +220,6 @@ impl<T> RuleSet<T> {
         // Bit `i` is set while key `i` can still find a better rule.
         let mut live: u32 = u32::MAX >> (BATCH - keys.len());
         let mut hashes = [0u64; BATCH];
-        let mut homes = [0u64; BATCH];
         // Keys that an earlier trie walk rules out of the current subtable.
         let mut ruled_out: u32;
         let mut ctxs: [Option<TrieCtx<'a>>; BATCH] = std::array::from_fn(|_| None);
@@ -239,8 +238,8 @@ impl<T> RuleSet<T> {
             let Some(st) = self.subtables[*si as usize].as_ref() else {
                 continue;
             };
-            // Hash every key, then load every key's home slot, then every candidate entry:
-            // loops this short let the CPU keep all of a batch's cache misses in flight.
+            // Hash every key, then load every key's home cell: loops this short let the CPU
+            // keep all of a batch's cache misses in flight.
             ruled_out = 0;
             let mut m = live;
             while m != 0 {
@@ -253,18 +252,12 @@ impl<T> RuleSet<T> {
                 hashes[i] = st.hash_key(&keys[i], self.seed);
             }
             let probe = live & !ruled_out;
-            let mut m = probe;
-            while m != 0 {
-                let i = m.trailing_zeros() as usize;
-                m &= m - 1;
-                homes[i] = st.home(hashes[i]);
-            }
             let mut touched = 0;
             let mut m = probe;
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
-                touched ^= st.touch(homes[i], hashes[i]);
+                touched ^= st.touch(hashes[i]);
             }
             std::hint::black_box(touched);
             // Then probe and compare, all in cache now.
@@ -275,7 +268,7 @@ impl<T> RuleSet<T> {
                 let found = if probe & (1 << i) == 0 {
                     None
                 } else {
-                    st.find_hashed(&keys[i], hashes[i])
+                    st.find_touched(&keys[i], hashes[i])
                 };
                 match found {
                     Some(r) => {

@@ -8,10 +8,9 @@
 //! tracking on finds the first stage whose partial hash no rule has: the packet misses at
 //! that stage, and only that stage's bits (and the earlier ones') were needed to know it.
 //!
-//! Entries sit in one dense array, indexed by [`Slots`] (open addressing over the hash's
-//! upper bits): a hit reads one slot and one entry, and a batch of lookups loads every key's
-//! home slot, then every candidate entry, before comparing any (see
-//! [`RuleSet::lookup_batch`](crate::RuleSet::lookup_batch)).
+//! Entries sit in place in [`Cells`] (open addressing over the hash's upper bits, at most half
+//! full): a hit usually reads one cell, and a batch of lookups loads every key's home cell
+//! before comparing any (see [`RuleSet::lookup_batch`](crate::RuleSet::lookup_batch)).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,8 +18,8 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use packet::key::FlowKey;
 
+use crate::cells::Cells;
 use crate::rule::{finish, mix_at, Mask, Rule};
-use crate::slots::{entry_of, Slots};
 use crate::trie::{prefix_mask, TrieMatch, Walk};
 use crate::PrefixField;
 
@@ -31,8 +30,8 @@ const N_INLINE: usize = 4;
 /// The rules of one masked value, best first.
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
-    /// The value words (zero-padded) if the mask has at most `N_INLINE`; otherwise unused
-    /// (the words are at the entry's index in its subtable's `wide` array).
+    /// The value words (zero-padded) if the mask has at most `N_INLINE`; otherwise `vals[0]`
+    /// is the entry's slot in its subtable's `wide` array.
     vals: [u64; N_INLINE],
     head: Arc<Rule<T>>,
     /// Rules with the same match but lower priority, best first (rare, so boxed: an entry
@@ -42,10 +41,15 @@ pub(crate) struct Entry<T> {
 }
 
 impl<T> Entry<T> {
-    fn new(rule: Arc<Rule<T>>) -> Self {
+    fn new(rule: Arc<Rule<T>>, wide_slot: Option<usize>) -> Self {
         let mut vals = [0; N_INLINE];
-        for (o, v) in vals.iter_mut().zip(rule.values.as_slice()) {
-            *o = *v;
+        match wide_slot {
+            Some(slot) => vals[0] = slot as u64,
+            None => {
+                for (o, v) in vals.iter_mut().zip(rule.values.as_slice()) {
+                    *o = *v;
+                }
+            }
         }
         Entry {
             vals,
@@ -123,13 +127,15 @@ impl TrieCtx<'_> {
 #[derive(Debug, Default)]
 struct Partial([u64; packet::key::STAGES.len() - 1], usize);
 
-/// The value words of entry `ix` of a subtable whose mask has `n` words.
+/// The value words of entry `e` of a subtable whose mask has `n` words.
 #[inline]
-fn entry_values<'a, T>(entries: &'a [Entry<T>], ix: usize, n: usize, wide: &'a [u64]) -> &'a [u64] {
+fn entry_values<'a, T>(e: &'a Entry<T>, n: usize, wide: &'a [u64]) -> &'a [u64] {
     if n <= N_INLINE {
-        &entries[ix].vals[..n]
+        &e.vals[..n]
     } else {
-        &wide[ix * n..(ix + 1) * n]
+        #[allow(clippy::cast_possible_truncation)] // A slot index, below `wide.len()`.
+        let slot = e.vals[0] as usize;
+        &wide[slot * n..(slot + 1) * n]
     }
 }
 
@@ -146,13 +152,11 @@ fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct Subtable<T> {
     pub(crate) mask: Arc<Mask>,
-    /// Index of `entries` by hash.
-    table: Slots,
-    /// The entries, dense (a removal moves the last one into the gap).
-    entries: Vec<Entry<T>>,
-    /// For masks of more than `N_INLINE` words: every entry's value words, `mask.idx.len()`
-    /// words per entry at the entry's index, so that a lookup compares them in one dense
-    /// array instead of in rules scattered over the heap.
+    /// The entries by hash.
+    table: Cells<Entry<T>>,
+    /// For masks of more than `N_INLINE` words: every entry's value words, one slot of
+    /// `mask.idx.len()` words per entry, so that a lookup compares them in one dense array
+    /// instead of in rules scattered over the heap.
     wide: Vec<u64>,
     /// Partial-hash counts for each touched stage but the last.
     stage_index: Box<[HashTable<(u64, u32)>]>,
@@ -166,8 +170,7 @@ impl<T> Subtable<T> {
         let n_index = mask.stage_ends.len().saturating_sub(1);
         Subtable {
             mask,
-            table: Slots::default(),
-            entries: Vec::new(),
+            table: Cells::default(),
             wide: Vec::new(),
             stage_index: (0..n_index).map(|_| HashTable::new()).collect(),
             priorities: BTreeMap::new(),
@@ -209,12 +212,12 @@ impl<T> Subtable<T> {
         self.n_rules += 1;
         let n = self.mask.idx.len();
         let values = rule.values.as_slice();
-        let (entries, wide) = (&self.entries, &self.wide);
-        if let Some(ix) = self
+        let wide = &self.wide;
+        if let Some(at) = self
             .table
-            .find(hash, |ix| entry_values(entries, ix, n, wide) == values)
+            .find(hash, |e| entry_values(e, n, wide) == values)
         {
-            let e = &mut self.entries[ix];
+            let e = self.table.get_mut(at).expect("found");
             if rule.rank > e.head.rank {
                 let old = std::mem::replace(&mut e.head, rule);
                 e.rest_mut().insert(0, old);
@@ -224,11 +227,14 @@ impl<T> Subtable<T> {
             }
             return;
         }
-        if n > N_INLINE {
+        let wide_slot = (n > N_INLINE).then(|| {
             self.wide.extend_from_slice(values);
-        }
-        self.table.insert(hash, self.entries.len());
-        self.entries.push(Entry::new(rule));
+            self.wide.len() / n - 1
+        });
+        let (idx, wide) = (&self.mask.idx, &self.wide);
+        self.table.insert(hash, Entry::new(rule, wide_slot), |e| {
+            rehash(idx, entry_values(e, n, wide), seed)
+        });
         for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
             match ix.entry(ph, |e| e.0 == ph, |e| e.0) {
                 Slot::Occupied(mut o) => o.get_mut().1 += 1,
@@ -239,12 +245,11 @@ impl<T> Subtable<T> {
         }
     }
 
-    /// The index of the entry holding masked value words `values` (hash `hash`).
+    /// The position of the entry holding masked value words `values` (hash `hash`).
     fn position(&self, values: &[u64], hash: u64) -> Option<usize> {
         let n = self.mask.idx.len();
-        self.table.find(hash, |ix| {
-            entry_values(&self.entries, ix, n, &self.wide) == values
-        })
+        self.table
+            .find(hash, |e| entry_values(e, n, &self.wide) == values)
     }
 
     /// Finds the rule with masked value words `values` and priority `priority`.
@@ -255,7 +260,7 @@ impl<T> Subtable<T> {
         seed: u64,
     ) -> Option<&Arc<Rule<T>>> {
         let hash = self.hashes(values, seed, &mut Partial::default());
-        let e = &self.entries[self.position(values, hash)?];
+        let e = self.table.get(self.position(values, hash)?)?;
         std::iter::once(&e.head)
             .chain(e.rest().iter())
             .find(|r| r.priority == priority)
@@ -265,11 +270,11 @@ impl<T> Subtable<T> {
     pub(crate) fn remove(&mut self, rule: &Rule<T>, seed: u64) -> Option<Arc<Rule<T>>> {
         let mut partial = Partial::default();
         let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
-        let ix = self.position(rule.values.as_slice(), hash)?;
-        let e = &mut self.entries[ix];
+        let at = self.position(rule.values.as_slice(), hash)?;
+        let e = self.table.get_mut(at)?;
         let removed = if e.head.rank == rule.rank {
             if e.rest().is_empty() {
-                let entry = self.remove_entry(ix, hash, seed);
+                let entry = self.remove_entry(at, seed)?;
                 for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
                     if let Ok(mut o) = ix.find_entry(ph, |e| e.0 == ph) {
                         o.get_mut().1 -= 1;
@@ -306,36 +311,36 @@ impl<T> Subtable<T> {
         Some(removed)
     }
 
-    /// Removes entry `ix` (hash `hash`), moving the last entry (and its `wide` words) into
-    /// its place.
-    fn remove_entry(&mut self, ix: usize, hash: u64, seed: u64) -> Entry<T> {
-        let found = self.table.remove(hash, ix);
-        debug_assert!(found, "every entry has a slot");
+    /// Removes the entry at position `at` and gives back its `wide` slot (moving the last
+    /// slot into it).
+    fn remove_entry(&mut self, at: usize, seed: u64) -> Option<Entry<T>> {
         let n = self.mask.idx.len();
-        let last = self.entries.len() - 1;
-        if ix != last {
-            let moved = rehash(
-                &self.mask.idx,
-                entry_values(&self.entries, last, n, &self.wide),
-                seed,
-            );
-            let found = self.table.renumber(moved, last, ix);
-            debug_assert!(found, "every entry has a slot");
-            if n > N_INLINE {
-                self.wide.copy_within(last * n..(last + 1) * n, ix * n);
-            }
-        }
+        let (idx, wide) = (&self.mask.idx, &self.wide);
+        let entry = self
+            .table
+            .remove(at, |e| rehash(idx, entry_values(e, n, wide), seed))?;
         if n > N_INLINE {
+            let slot = usize::try_from(entry.vals[0]).expect("a slot index");
+            let last = self.wide.len() / n - 1;
+            if slot != last {
+                self.wide.copy_within(last * n..(last + 1) * n, slot * n);
+                let hash = rehash(&self.mask.idx, &self.wide[slot * n..(slot + 1) * n], seed);
+                let moved = self
+                    .table
+                    .find(hash, |e| e.vals[0] == last as u64)
+                    .expect("every wide slot belongs to an entry");
+                self.table.get_mut(moved).expect("found").vals[0] = slot as u64;
+            }
             self.wide.truncate(last * n);
         }
-        self.entries.swap_remove(ix)
+        Some(entry)
     }
 
     /// Replaces the rule with `new`'s match and rank by `new`; returns the old one.
     pub(crate) fn replace(&mut self, new: Arc<Rule<T>>, seed: u64) -> Option<Arc<Rule<T>>> {
         let hash = self.hashes(new.values.as_slice(), seed, &mut Partial::default());
-        let ix = self.position(new.values.as_slice(), hash)?;
-        let e = &mut self.entries[ix];
+        let at = self.position(new.values.as_slice(), hash)?;
+        let e = self.table.get_mut(at)?;
         let slot = std::iter::once(&mut e.head)
             .chain(e.rest.iter_mut().flat_map(|v| v.iter_mut()))
             .find(|r| r.rank == new.rank)?;
@@ -362,45 +367,46 @@ impl<T> Subtable<T> {
     /// [`Subtable::find`] with the key's hash already computed.
     #[inline]
     pub(crate) fn find_hashed(&self, key: &FlowKey, hash: u64) -> Option<&Arc<Rule<T>>> {
-        self.table
-            .find(hash, |ix| self.entry_matches(ix, key))
-            .map(|ix| &self.entries[ix].head)
+        let at = self.table.find(hash, |e| self.entry_matches(e, key))?;
+        self.table.get(at).map(|e| &e.head)
     }
 
-    /// True if entry `ix` holds `key`'s words under this subtable's mask.
+    /// [`Subtable::find_hashed`] after [`Subtable::touch`] loaded the home cell: reads it
+    /// before the tags.
     #[inline]
-    fn entry_matches(&self, ix: usize, key: &FlowKey) -> bool {
+    pub(crate) fn find_touched(&self, key: &FlowKey, hash: u64) -> Option<&Arc<Rule<T>>> {
+        let at = self
+            .table
+            .find_home_first(hash, |e| self.entry_matches(e, key))?;
+        self.table.get(at).map(|e| &e.head)
+    }
+
+    /// True if entry `e` holds `key`'s words under this subtable's mask.
+    #[inline]
+    fn entry_matches(&self, e: &Entry<T>, key: &FlowKey) -> bool {
         let m = &*self.mask;
-        entry_values(&self.entries, ix, m.idx.len(), &self.wide)
+        entry_values(e, m.idx.len(), &self.wide)
             .iter()
             .zip(m.idx.iter().zip(m.bits.iter()))
             .all(|(v, (i, b))| key.words[usize::from(*i)] & b == *v)
     }
 
-    /// The value of `hash`'s home slot, the first a probe reads: one load that does not
-    /// depend on any other key's, so that a batch issues all of them before waiting.
+    /// Loads what a hit on `hash` reads first: the home cell's first value word (or, for wide
+    /// masks, the first word of its `wide` slot) and its rule pointer. The
+    /// load depends on no other key's, so a batch issues all of them before any comparison
+    /// waits; returns a word derived from them, so that the loads are not optimised away.
     #[inline]
-    pub(crate) fn home(&self, hash: u64) -> u64 {
-        self.table.home(hash)
-    }
-
-    /// If home slot value `v` may hold `hash`'s entry, loads the entry's first value word and
-    /// its rule pointer (the cache lines a hit compares and returns) and returns a word
-    /// derived from them, so that the loads are not optimised away; else 0.
-    #[inline]
-    pub(crate) fn touch(&self, v: u64, hash: u64) -> u64 {
-        if !Slots::may_hold(v, hash) {
-            return 0;
-        }
-        let ix = entry_of(v);
-        let n = self.mask.idx.len();
-        let Some(e) = self.entries.get(ix) else {
+    pub(crate) fn touch(&self, hash: u64) -> u64 {
+        let Some(e) = self.table.home(hash) else {
             return 0;
         };
+        let n = self.mask.idx.len();
         let first = if n <= N_INLINE {
             e.vals[0]
         } else {
-            self.wide.get(ix * n).copied().unwrap_or(0)
+            #[allow(clippy::cast_possible_truncation)] // A slot index.
+            let slot = e.vals[0] as usize;
+            self.wide.get(slot * n).copied().unwrap_or(0)
         };
         first ^ (Arc::as_ptr(&e.head) as u64)
     }
@@ -442,16 +448,14 @@ impl<T> Subtable<T> {
 
     /// Every rule here.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &Arc<Rule<T>>> {
-        self.entries
+        self.table
             .iter()
             .flat_map(|e| std::iter::once(&e.head).chain(e.rest().iter()))
     }
 
     /// Bytes held by this subtable's tables (not the rules).
     pub(crate) fn heap_bytes(&self) -> usize {
-        let mut n = self.table.heap_bytes()
-            + self.entries.capacity() * std::mem::size_of::<Entry<T>>()
-            + self.wide.capacity() * 8;
+        let mut n = self.table.heap_bytes() + self.wide.capacity() * 8;
         for ix in self.stage_index.iter() {
             n += ix.capacity() * (std::mem::size_of::<(u64, u32)>() + 1);
         }

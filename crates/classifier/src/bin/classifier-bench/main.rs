@@ -9,7 +9,7 @@
 //! Options: `--rules N,..` (default 1000,16384,262144), `--sets exact,mixed,ovs` (default
 //! all), `--masks N` (mixed set, default 20), `--lookups N` per repetition (default
 //! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
-//! `--no-tries` (no prefix tries; default `nw_dst,nw_src`), `--hugepages` (re-runs itself
+//! `--no-lookup` (only the build, insert and batch lines), `--no-tries` (no prefix tries; default `nw_dst,nw_src`), `--hugepages` (re-runs itself
 //! with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so that malloc asks for transparent huge pages;
 //! the OVS child inherits it), `--api single|batch|both` (default both: one `lookup` per key,
 //! or one `lookup_batch` per 32 keys), `--reader-cpu N` (the `batch` line's reader thread runs
@@ -69,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
             "--reps" => a.reps = num(&val()?)?.max(1),
             "--with-ovs" => a.with_ovs = Some(val()?),
             "--no-insert" => a.insert = false,
+            "--no-lookup" => a.apis.clear(),
             "--no-tries" => NO_TRIES.store(true, Ordering::Relaxed),
             "--hugepages" => a.hugepages = true,
             "--api" => a.apis = Api::parse(&val()?)?,
@@ -76,7 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-tries] [--hugepages] [--api single|batch|both] [--reader-cpu N]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--hugepages] [--api single|batch|both] [--reader-cpu N]"
                         .into(),
                 )
             }
