@@ -54,6 +54,9 @@ pub const WARM_BATCHES: u32 = 512;
 pub const TRIAL_BATCHES: u32 = 1024;
 /// Batches between two trials.
 pub const DECIDED_BATCHES: u32 = 1 << 16;
+/// A timed batch above this many cycles was interrupted and is left out of its trial (a
+/// lookup stage of 32 packets takes a few thousand).
+pub const MAX_BATCH_CYCLES: u64 = 200_000;
 /// How much cheaper per packet the lookup stage must be with the cache for it to stay on.
 pub const MIN_GAIN_PERCENT: u64 = 3;
 /// An occupied slot of a live flow is replaced once in this many chances.
@@ -171,7 +174,13 @@ impl Emc {
 
     /// Reports the lookup stage of a timed batch: `cycles` for `packets` packets.
     pub fn account(&mut self, cycles: u64, packets: usize) {
-        let packets = packets as u64;
+        // A batch that took longer than any lookup stage can was interrupted (another thread
+        // took the core): it says nothing about the cache, so it counts as no packets.
+        let (cycles, packets) = if cycles > MAX_BATCH_CYCLES {
+            (0, 0)
+        } else {
+            (cycles, packets as u64)
+        };
         match &mut self.phase {
             Phase::With { left } => {
                 self.with.0 += cycles;
@@ -401,6 +410,26 @@ mod tests {
         // The traffic changes: the next trial turns it off again.
         assert_eq!(trial(&mut emc, &t, 200 * 32, 150 * 32), 0);
         assert!(emc.is_off());
+    }
+
+    #[test]
+    fn an_interrupted_batch_does_not_sway_a_trial() {
+        let (t, _) = table_with_two_masks();
+        let mut emc = Emc::new(64, EmcMode::Auto);
+        for _ in 0..WARM_BATCHES {
+            emc.worth_it(&t);
+        }
+        // With the cache: 100 cycles a packet, but one batch was preempted for 10 ms.
+        for b in 0..TRIAL_BATCHES {
+            assert!(emc.worth_it(&t));
+            emc.account(if b == 7 { 30_000_000 } else { 100 * 32 }, 32);
+        }
+        for _ in 0..TRIAL_BATCHES {
+            assert!(!emc.worth_it(&t));
+            emc.account(150 * 32, 32);
+        }
+        assert!(emc.worth_it(&t));
+        assert!(!emc.is_off());
     }
 
     #[test]
