@@ -108,17 +108,17 @@ fn emc(c: &mut Criterion) {
     let mut emc = Emc::new(1 << 16, EmcMode::Auto);
     let keys: Vec<FlowKey> = (0..1000).map(key_of).collect();
     for (k, id) in keys.iter().zip(&ids) {
-        emc.offer(key_hash(k), *id, &t);
+        emc.offer(key_hash(k, t.used_words()), *id, &t);
     }
     let mut i = 0usize;
     c.bench_function("emc/lookup-hit", |b| {
         b.iter(|| {
             let k = &keys[i % keys.len()];
             i += 1;
-            black_box(emc.lookup(key_hash(k), k, &t))
+            black_box(emc.lookup(key_hash(k, t.used_words()), k, &t))
         })
     });
-    let hashes: Vec<u32> = keys.iter().map(key_hash).collect();
+    let hashes: Vec<u32> = keys.iter().map(|k| key_hash(k, t.used_words())).collect();
     let mut j = 0usize;
     c.bench_function("emc/lookup-batch32-hit (per batch)", |b| {
         b.iter(|| {

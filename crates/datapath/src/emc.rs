@@ -40,7 +40,7 @@
 //! table, then their key words, prefetching each level for the whole batch before the next, so
 //! the cache misses of 32 packets overlap instead of adding up.
 
-use packet::key::{FlowKey, KEY_WORDS};
+use packet::key::FlowKey;
 
 use crate::cycles::prefetch;
 use crate::megaflow::{FlowId, MegaflowTable};
@@ -62,18 +62,13 @@ pub const MIN_GAIN_PERCENT: u64 = 3;
 /// An occupied slot of a live flow is replaced once in this many chances.
 pub const REPLACE_EVERY: u32 = 32;
 
-/// Key words the cache hashes: in_port's word and the packet's L2-L4 words.
-const HASHED_WORDS: [u8; 17] = [
-    0, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44,
-];
-const _: () = assert!(KEY_WORDS == 45);
-const ALL_BITS: [u64; 17] = [u64::MAX; 17];
-
-/// The key hash the cache is indexed by (the megaflow cache's hash over in_port and the
-/// packet's L2-L4 words).
+/// The key hash the cache is indexed by: over `words`, the words some megaflow's mask
+/// covers ([`MegaflowTable::used_words`]). Keys that agree there fall into the same megaflow,
+/// so hashing the other words would only cost time (17 words in a serial multiply chain were
+/// most of an EMC hit's cost); a collision is caught by the megaflow check anyway.
 #[inline(always)]
-pub fn key_hash(key: &FlowKey) -> u32 {
-    crate::megaflow::hash_masked(key, &HASHED_WORDS, &ALL_BITS, 0x51_7cc1_b727_220a)
+pub fn key_hash(key: &FlowKey, words: &[u8]) -> u32 {
+    crate::megaflow::hash_words(key, words, 0x51_7cc1_b727_220a)
 }
 
 /// The flow of an occupied slot.
@@ -115,6 +110,8 @@ pub struct Emc {
     without: (u64, u64),
     /// Outcome of the last trial (on until the first trial says otherwise).
     last_on: bool,
+    /// The megaflow table's `used_words_generation` the entries were hashed under.
+    words_gen: u64,
     replace_tick: u32,
 }
 
@@ -129,6 +126,7 @@ impl Emc {
             with: (0, 0),
             without: (0, 0),
             last_on: true,
+            words_gen: 0,
             replace_tick: 0,
         }
     }
@@ -140,6 +138,11 @@ impl Emc {
     pub fn worth_it(&mut self, megaflows: &MegaflowTable) -> bool {
         if self.mode == EmcMode::Off || megaflows.n_subtables() <= 1 {
             return false;
+        }
+        if megaflows.used_words_generation() != self.words_gen {
+            // The entries were hashed over other words: they would only miss and hold slots.
+            self.words_gen = megaflows.used_words_generation();
+            self.clear();
         }
         // Phase changes that a batch count ends happen here, before the batch is admitted, so
         // that `timing` describes the batch being admitted.
@@ -346,7 +349,7 @@ mod tests {
         let mut emc = Emc::new(64, EmcMode::Auto);
         assert!(emc.worth_it(&t));
         let k = key(1);
-        let h = key_hash(&k);
+        let h = key_hash(&k, t.used_words());
         assert_eq!(emc.lookup(h, &k, &t), None);
         emc.offer(h, id, &t);
         assert_eq!(emc.lookup(h, &k, &t), Some(id));
@@ -437,11 +440,11 @@ mod tests {
         let (mut t, id) = table_with_two_masks();
         let mut emc = Emc::new(1 << 16, EmcMode::Auto);
         let k = key(1);
-        emc.offer(key_hash(&k), id, &t);
+        emc.offer(key_hash(&k, t.used_words()), id, &t);
         // Keys 0..32: key 1 hits; the others miss (empty slot, other hash, or a stale entry
         // whose key differs).
         let keys: Vec<FlowKey> = (0..32).map(key).collect();
-        let hashes: Vec<u32> = keys.iter().map(key_hash).collect();
+        let hashes: Vec<u32> = keys.iter().map(|k| key_hash(k, t.used_words())).collect();
         for (i, h) in hashes.iter().enumerate().skip(2).step_by(3) {
             emc.entries[emc.slot(*h)] = (u64::from(*h) << 32) | (u64::from(id) + 1);
             assert_ne!(keys[i], k);

@@ -47,6 +47,19 @@ pub(crate) fn hash_masked(key: &FlowKey, idx: &[u8], mask: &[u64], basis: u64) -
     (h & 0xffff_ffff) as u32
 }
 
+/// The hash of a key's words `idx` (unmasked; see [`hash_masked`]).
+#[inline(always)]
+pub(crate) fn hash_words(key: &FlowKey, idx: &[u8], basis: u64) -> u32 {
+    let mut h = basis;
+    for i in idx {
+        h = (h.rotate_left(23) ^ key.words[usize::from(*i)]).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    h ^= h >> 32;
+    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    h ^= h >> 32;
+    (h & 0xffff_ffff) as u32
+}
+
 /// One mask's megaflows.
 #[derive(Debug)]
 pub(crate) struct Subtable {
@@ -280,6 +293,11 @@ pub struct MegaflowTable {
     free_ids: Vec<u32>,
     /// Per subtable id: its position in `subtables` (which `rank` reorders).
     pos_of: Vec<u32>,
+    /// The key words some subtable's mask covers: the only words that can tell two keys'
+    /// megaflows apart (the exact-match cache hashes these).
+    used_words: Vec<u8>,
+    /// Bumped whenever `used_words` changes.
+    used_words_gen: u64,
     /// Per flow id: its slot, or `None` for a free id.
     slots: Vec<Option<Slot>>,
     free: Vec<FlowId>,
@@ -404,6 +422,29 @@ impl MegaflowTable {
         (self.subtables.get(pos)?.id == id).then_some(pos)
     }
 
+    /// The key words some megaflow's mask covers (keys that agree on them fall into the same
+    /// megaflow, or none).
+    pub fn used_words(&self) -> &[u8] {
+        &self.used_words
+    }
+
+    /// A number that changes whenever [`MegaflowTable::used_words`] does.
+    pub fn used_words_generation(&self) -> u64 {
+        self.used_words_gen
+    }
+
+    /// Recomputes `used_words` after a subtable came or went.
+    fn update_used_words(&mut self) {
+        let used: Vec<u8> = (0..KEY_WORDS)
+            .filter(|w| self.subtables.iter().any(|st| st.mask.words[*w] != 0))
+            .map(|w| u8::try_from(w).unwrap_or(u8::MAX))
+            .collect();
+        if used != self.used_words {
+            self.used_words = used;
+            self.used_words_gen += 1;
+        }
+    }
+
     /// Recomputes `pos_of` after `subtables` changed order or length.
     fn reindex(&mut self) {
         for (pos, st) in self.subtables.iter().enumerate() {
@@ -429,6 +470,7 @@ impl MegaflowTable {
                 self.pos_of[id as usize] =
                     u32::try_from(self.subtables.len() - 1).unwrap_or(u32::MAX);
                 self.by_mask.insert(*mask, id);
+                self.update_used_words();
                 id
             }
         };
@@ -468,6 +510,7 @@ impl MegaflowTable {
             self.by_mask.remove(&st.mask);
             self.free_ids.push(st.id);
             self.reindex();
+            self.update_used_words();
         }
         self.slots[id as usize] = None;
         self.free.push(id);
@@ -513,7 +556,9 @@ impl MegaflowTable {
 
     /// Removes every flow.
     pub fn clear(&mut self) {
+        let gen = self.used_words_gen + 1;
         *self = MegaflowTable::default();
+        self.used_words_gen = gen;
     }
 }
 
@@ -558,6 +603,35 @@ mod tests {
         assert!(t.remove(b));
         assert_eq!(t.n_subtables(), 0);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn used_words_follow_the_subtables() {
+        let mut t = MegaflowTable::new();
+        assert!(t.used_words().is_empty());
+        let g0 = t.used_words_generation();
+        let a = t.insert(&key(1, 2, 3), &mask_of(&[fields::DL_TYPE, fields::NW_SRC]));
+        let g1 = t.used_words_generation();
+        assert_ne!(g0, g1);
+        let words = t.used_words().to_vec();
+        assert!(!words.is_empty());
+        // Another flow of the same mask changes nothing.
+        t.insert(&key(9, 2, 3), &mask_of(&[fields::DL_TYPE, fields::NW_SRC]));
+        assert_eq!(t.used_words_generation(), g1);
+        let b = t.insert(&key(5, 2, 3), &mask_of(&[fields::DL_TYPE, fields::TP_SRC]));
+        assert!(t.used_words().len() > words.len());
+        let mut both = mask_of(&[fields::DL_TYPE, fields::NW_SRC, fields::TP_SRC]);
+        let want: Vec<u8> = (0u8..45)
+            .filter(|w| std::mem::take(&mut both.words[usize::from(*w)]) != 0)
+            .collect();
+        assert_eq!(t.used_words(), &want[..]);
+        assert!(t.remove(b));
+        assert_eq!(t.used_words(), &words[..]);
+        let g2 = t.used_words_generation();
+        t.clear();
+        assert!(t.used_words().is_empty());
+        assert_ne!(t.used_words_generation(), g2);
+        assert!(!t.remove(a));
     }
 
     #[test]

@@ -618,7 +618,7 @@ impl Pmd {
         let t0 = if timed { cycles::now() } else { 0 };
         if use_emc {
             for (h, k) in hashes.iter_mut().zip(&self.keys[..n]) {
-                *h = key_hash(k);
+                *h = key_hash(k, self.megaflows.used_words());
             }
             self.stats.emc_hits += self.emc.lookup_batch(
                 &hashes[..n],
