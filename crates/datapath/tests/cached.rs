@@ -140,6 +140,46 @@ fn forwards_then_hits_the_megaflow() {
     assert_eq!(s.megaflows, 1);
 }
 
+/// The exact-match cache is consulted once megaflows come in two masks (its first trial
+/// starts with it on, whatever it then decides), never with one, and a cached decision still
+/// follows a flow-table change.
+#[test]
+fn the_emc_serves_repeat_packets_once_there_are_two_masks() {
+    let rules = [
+        "priority=100,udp,nw_src=10.0.0.1,actions=output:p2",
+        "priority=10,udp,tp_dst=7,actions=output:p3",
+    ];
+    let mut r = rig(&rules);
+    let (a, b) = (udp(0x0a00_0001, 9, 64), udp(0x0a00_0002, 7, 64));
+    for _ in 0..50 {
+        let batch: Vec<Vec<u8>> = (0..16).flat_map(|_| [a.clone(), b.clone()]).collect();
+        r.send("p1", &batch);
+        let out = r.taken();
+        assert_eq!(out.get("p2").map(Vec::len), Some(16));
+        assert_eq!(out.get("p3").map(Vec::len), Some(16));
+        assert!(out["p2"].iter().all(|f| *f == a) && out["p3"].iter().all(|f| *f == b));
+    }
+    let s = r.pmd.stats();
+    assert_eq!(s.subtables, 2);
+    assert_eq!(s.upcalls, 2);
+    assert!(s.emc_hits > 1000, "emc hits {}", s.emc_hits);
+    assert_eq!((s.packets, s.drops.total()), (1600, 0));
+    // A rule change: the cached flow takes the new decision.
+    r.of.add_flows_text(
+        "br0",
+        &["priority=200,udp,nw_src=10.0.0.1,actions=output:p3"],
+    )
+    .expect("valid");
+    assert_eq!(r.out_ports("p1", &a), ["p3"]);
+
+    let mut one = rig(&["priority=10,udp,actions=output:p2"]);
+    for _ in 0..50 {
+        one.send("p1", &[a.clone(), b.clone()]);
+    }
+    let s = one.pmd.stats();
+    assert_eq!((s.subtables, s.emc_hits), (1, 0));
+}
+
 #[test]
 fn batch_edges_and_frame_sizes() {
     for len in [64usize, 128, 1518, 9000] {
