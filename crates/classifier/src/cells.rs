@@ -7,15 +7,15 @@
 //! its upper 32 bits modulo the number of cells; the table is at most half full, so most
 //! entries sit in their home cell. A probe walks the tags (64 cells' worth per cache line:
 //! 512 KB at 256K rules, so mostly cached) and reads a cell only where the tag matches, so a
-//! miss rarely reads an entry. A batch of lookups first loads every key's home cell, at an
-//! address that follows from the hash alone, before any comparison waits
-//! ([`Cells::find_home_first`]): a hit in its home cell (most hits) then costs one cache line. A
-//! removal shifts the following cells of its run back (no tombstones). The table does not
-//! store hashes: growth and removal ask the caller for an entry's hash (`hash_of`), which
-//! subtables recompute from the entry's value words without reading the rule.
+//! miss rarely reads an entry and a hit usually reads one cell. A batch of lookups first loads,
+//! for every key, the home cell whose tag matches ([`Cells::home`]), before any comparison
+//! waits on one (the tags are small enough to be cached, the cells are not). A removal shifts
+//! the following cells of its run back (no tombstones). The table does not store hashes:
+//! growth and removal ask the caller for an entry's hash (`hash_of`), which subtables
+//! recompute from the entry's value words without reading the rule.
 //!
 //! Written by hand rather than with `hashbrown`: hashbrown's entry address depends on its
-//! control group's contents, so a batch cannot load a key's entry before its control bytes.
+//! control group's contents, and it offers no way to load a key's entry ahead of its probe.
 
 /// The open-addressing table of one subtable (see the module documentation).
 #[derive(Debug, Clone)]
@@ -64,13 +64,18 @@ impl<E> Cells<E> {
         self.n
     }
 
-    /// The entry in `hash`'s home cell, if any: the first cell a probe reads.
+    /// The entry in `hash`'s home cell if that cell's tag is `hash`'s: the cell a probe for
+    /// `hash` reads first (after the tag) when the entry sits at home.
     #[inline]
     pub(crate) fn home(&self, hash: u64) -> Option<&E> {
         if self.cells.is_empty() {
             return None;
         }
-        self.cells[self.home_of(hash)].as_ref()
+        let b = self.home_of(hash);
+        if self.tags[b] != tag(hash) {
+            return None;
+        }
+        self.cells[b].as_ref()
     }
 
     /// The position of the first entry on `hash`'s probe sequence for which `is` holds. Walks
@@ -81,26 +86,6 @@ impl<E> Cells<E> {
             return None;
         }
         self.find_from(self.home_of(hash), tag(hash), is)
-    }
-
-    /// [`Cells::find`] for a probe whose home cell was just loaded ([`Cells::home`]): reads
-    /// the home cell first, without its tag, then walks the tags. A hit in the home cell (most
-    /// hits) or an empty home cell then costs no further cache line.
-    #[inline]
-    pub(crate) fn find_home_first(
-        &self,
-        hash: u64,
-        mut is: impl FnMut(&E) -> bool,
-    ) -> Option<usize> {
-        if self.cells.is_empty() {
-            return None;
-        }
-        let b = self.home_of(hash);
-        match &self.cells[b] {
-            None => None,
-            Some(e) if is(e) => Some(b),
-            Some(_) => self.find_from((b + 1) & self.mask(), tag(hash), is),
-        }
     }
 
     #[inline]
@@ -196,6 +181,12 @@ impl<E> Cells<E> {
         self.cells.iter().flatten()
     }
 
+    /// Number of cells.
+    #[inline]
+    pub(crate) fn n_cells(&self) -> usize {
+        self.cells.len()
+    }
+
     /// Bytes of the cell and tag arrays.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.cells.capacity() * std::mem::size_of::<Option<E>>() + self.tags.capacity()
@@ -227,13 +218,11 @@ mod tests {
                 let at = c.find(h, |e| e.0 == k).unwrap();
                 assert_eq!(c.remove(at, hash_of), Some((k, h)));
                 assert_eq!(c.find(h, |e| e.0 == k), None);
-                assert_eq!(c.find_home_first(h, |e| e.0 == k), None);
             }
             if step % 997 == 0 {
                 for (k, h) in &live {
                     let at = c.find(*h, |e| e.0 == *k).unwrap();
                     assert_eq!(c.get(at), Some(&(*k, *h)));
-                    assert_eq!(c.find_home_first(*h, |e| e.0 == *k), Some(at));
                 }
             }
         }

@@ -24,10 +24,10 @@
 //! tie rule).
 //!
 //! A subtable's entries sit in place in an open-addressing table (`cells.rs`, at most half
-//! full), so the cell a probe reads first is known from the hash alone and a hit usually reads
-//! one cell. [`RuleSet::lookup_batch`] uses that: it takes up to [`BATCH`] keys through the
-//! subtables together and, in each, hashes every key, loads every key's home cell, and only
-//! then compares. The loops are short
+//! full, a tag byte per cell beside it), so a hit usually reads one cell, found from the hash
+//! and the (small, cached) tags alone. [`RuleSet::lookup_batch`] uses that: it takes up to
+//! [`BATCH`] keys through the subtables together and, in each subtable too large for the
+//! caches, hashes every key and loads every key's home cell before comparing any. The loops are short
 //! enough that the CPU keeps all of a batch's cache misses in flight (a safe-Rust stand-in for
 //! the datapath's prefetches), so a table far larger than the caches costs little more per
 //! lookup than a small one. Results and consulted bits are those of single lookups.

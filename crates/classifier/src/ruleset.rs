@@ -174,9 +174,10 @@ impl<T> RuleSet<T> {
     /// `wcs[i]`, exactly as single lookups would (same rules, same bits).
     ///
     /// Faster on large tables: the keys go through the subtables together, up to [`BATCH`]
-    /// at a time, and in each subtable every key is hashed and its bucket read before any
-    /// key's entry is compared, so the cache misses of a batch overlap instead of following
-    /// one another (as the datapath's megaflow cache does with prefetches).
+    /// at a time, and in each subtable too large for the caches every key is hashed and its
+    /// home cell loaded before any key's entry is compared, so the cache misses of a batch
+    /// overlap instead of following one another (as the datapath's megaflow cache does with
+    /// prefetches; these are plain loads, in short loops, as the crate forbids `unsafe`).
     ///
     /// # Panics
     ///
@@ -238,8 +239,9 @@ impl<T> RuleSet<T> {
             let Some(st) = self.subtables[*si as usize].as_ref() else {
                 continue;
             };
-            // Hash every key, then load every key's home cell: loops this short let the CPU
-            // keep all of a batch's cache misses in flight.
+            // Hash every key, then (for a table too large for the caches) load every key's
+            // home cell: loops this short let the CPU keep all of a batch's cache misses in
+            // flight.
             ruled_out = 0;
             let mut m = live;
             while m != 0 {
@@ -253,7 +255,7 @@ impl<T> RuleSet<T> {
             }
             let probe = live & !ruled_out;
             let mut touched = 0;
-            let mut m = probe;
+            let mut m = if st.worth_touching() { probe } else { 0 };
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
@@ -268,7 +270,7 @@ impl<T> RuleSet<T> {
                 let found = if probe & (1 << i) == 0 {
                     None
                 } else {
-                    st.find_touched(&keys[i], hashes[i])
+                    st.find_hashed(&keys[i], hashes[i])
                 };
                 match found {
                     Some(r) => {

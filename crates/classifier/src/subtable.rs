@@ -27,6 +27,10 @@ use crate::PrefixField;
 /// touching the rule (one cache miss fewer); an exact 5-tuple has four.
 const N_INLINE: usize = 4;
 
+/// Tables of at least this many cells (192 KB of cells) are touched ahead by batch lookups;
+/// smaller ones stay in cache, and the extra pass would only cost.
+const TOUCH_CELLS: usize = 4096;
+
 /// The rules of one masked value, best first.
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
@@ -371,16 +375,6 @@ impl<T> Subtable<T> {
         self.table.get(at).map(|e| &e.head)
     }
 
-    /// [`Subtable::find_hashed`] after [`Subtable::touch`] loaded the home cell: reads it
-    /// before the tags.
-    #[inline]
-    pub(crate) fn find_touched(&self, key: &FlowKey, hash: u64) -> Option<&Arc<Rule<T>>> {
-        let at = self
-            .table
-            .find_home_first(hash, |e| self.entry_matches(e, key))?;
-        self.table.get(at).map(|e| &e.head)
-    }
-
     /// True if entry `e` holds `key`'s words under this subtable's mask.
     #[inline]
     fn entry_matches(&self, e: &Entry<T>, key: &FlowKey) -> bool {
@@ -391,8 +385,9 @@ impl<T> Subtable<T> {
             .all(|(v, (i, b))| key.words[usize::from(*i)] & b == *v)
     }
 
-    /// Loads what a hit on `hash` reads first: the home cell's first value word (or, for wide
-    /// masks, the first word of its `wide` slot) and its rule pointer. The
+    /// Loads what a hit on `hash` reads first, if its home cell's tag matches: the home
+    /// cell's first value word (or, for wide masks, the first word of its `wide` slot) and
+    /// its rule pointer. The
     /// load depends on no other key's, so a batch issues all of them before any comparison
     /// waits; returns a word derived from them, so that the loads are not optimised away.
     #[inline]
@@ -444,6 +439,13 @@ impl<T> Subtable<T> {
             }
         }
         m.or_into(wc, m.idx.len());
+    }
+
+    /// True if this subtable's table is too large to stay in cache, so that a batch gains by
+    /// loading its keys' home cells ahead ([`Subtable::touch`]).
+    #[inline]
+    pub(crate) fn worth_touching(&self) -> bool {
+        self.table.n_cells() >= TOUCH_CELLS
     }
 
     /// Every rule here.
