@@ -151,13 +151,23 @@ pub enum SwitchError {
     BadPortConfig(String),
 }
 
-/// A rule's packet and byte counters and last use, shared by every version of the rule (a
-/// modify, or a move to another classifier priority, keeps them).
+/// A rule's packet and byte counters and last use. The first version of a rule holds them,
+/// and every later version (a modify, or a move to another classifier priority) shares them.
 #[derive(Debug, Default)]
 pub struct RuleCounters {
     n_packets: AtomicU64,
     n_bytes: AtomicU64,
     last_used_ms: AtomicU64,
+}
+
+impl RuleCounters {
+    /// No packets yet, last used at `now_ms`.
+    fn fresh(now_ms: u64) -> Self {
+        RuleCounters {
+            last_used_ms: AtomicU64::new(now_ms),
+            ..RuleCounters::default()
+        }
+    }
 }
 
 /// One rule of an OpenFlow table: the flow as added, except its match, with its creation
@@ -175,7 +185,11 @@ pub struct OfRule {
     cookie: u64,
     /// When it was added, in milliseconds of the switch clock.
     pub created_ms: u64,
-    counters: Arc<RuleCounters>,
+    /// The rule's counters, unless `counted_by` holds them.
+    counters: RuleCounters,
+    /// The earlier version of the rule whose counters this one shares (a modify, or a move
+    /// to another classifier priority, keeps them); it never has one itself.
+    counted_by: Option<Arc<OfRule>>,
     /// What few flows carry: an `out_group` and counters given with the flow.
     rare: Option<Box<RareFields>>,
     priority: u16,
@@ -209,8 +223,6 @@ impl OfRule {
         catch_all: bool,
     ) -> Self {
         debug_assert_eq!(catch_all, e.flow_match.mask().is_zero());
-        let counters = RuleCounters::default();
-        counters.last_used_ms.store(now_ms, Ordering::Relaxed);
         let rare = (e.out_group != OFPG_ANY || e.stats != FlowStats::default()).then(|| {
             Box::new(RareFields {
                 out_group: e.out_group,
@@ -221,7 +233,8 @@ impl OfRule {
             actions,
             cookie: e.cookie,
             created_ms: now_ms,
-            counters: Arc::new(counters),
+            counters: RuleCounters::fresh(now_ms),
+            counted_by: None,
             rare,
             priority: e.priority,
             idle_timeout: e.idle_timeout,
@@ -235,23 +248,12 @@ impl OfRule {
 
     /// A copy of the flow with fresh counters, created at `now_ms` (a modify's new version).
     fn renewed(&self, now_ms: u64) -> Self {
-        let counters = RuleCounters::default();
-        counters.last_used_ms.store(now_ms, Ordering::Relaxed);
-        OfRule {
-            created_ms: now_ms,
-            counters: Arc::new(counters),
-            ..self.same_rule()
-        }
-    }
-
-    /// The same rule (same counters and age) in a new allocation (a rule that moves to
-    /// another classifier priority).
-    fn same_rule(&self) -> Self {
         OfRule {
             actions: self.actions.clone(),
             cookie: self.cookie,
-            created_ms: self.created_ms,
-            counters: self.counters.clone(),
+            created_ms: now_ms,
+            counters: RuleCounters::fresh(now_ms),
+            counted_by: None,
             rare: self.rare.clone(),
             priority: self.priority,
             idle_timeout: self.idle_timeout,
@@ -261,6 +263,28 @@ impl OfRule {
             table: self.table,
             catch_all: self.catch_all,
         }
+    }
+
+    /// The same rule (same counters and age) in a new allocation (a rule that moves to
+    /// another classifier priority).
+    fn same_rule(rule: &Arc<OfRule>) -> Self {
+        let mut r = rule.renewed(rule.created_ms);
+        r.inherit(rule);
+        r
+    }
+
+    /// Takes the counters and age of `from`, an earlier version of the rule.
+    fn inherit(&mut self, from: &Arc<OfRule>) {
+        self.created_ms = from.created_ms;
+        self.counters = RuleCounters::default();
+        self.counted_by = Some(from.counted_by.clone().unwrap_or_else(|| from.clone()));
+    }
+
+    /// The counters: its own or an earlier version's.
+    fn counters(&self) -> &RuleCounters {
+        self.counted_by
+            .as_ref()
+            .map_or(&self.counters, |r| &r.counters)
     }
 
     /// The flow as it was added, with `flow_match` (the classifier rule's
@@ -330,39 +354,43 @@ impl OfRule {
 
     /// Counts one packet of `n_bytes` bytes.
     pub fn credit(&self, n_bytes: u64) {
-        self.counters.n_packets.fetch_add(1, Ordering::Relaxed);
-        self.counters.n_bytes.fetch_add(n_bytes, Ordering::Relaxed);
+        self.counters().n_packets.fetch_add(1, Ordering::Relaxed);
+        self.counters()
+            .n_bytes
+            .fetch_add(n_bytes, Ordering::Relaxed);
     }
 
     /// Counts `n_packets` packets of `n_bytes` bytes in all (the datapath crediting a
     /// megaflow's statistics back to the rules that made it).
     pub fn credit_many(&self, n_packets: u64, n_bytes: u64) {
-        self.counters
+        self.counters()
             .n_packets
             .fetch_add(n_packets, Ordering::Relaxed);
-        self.counters.n_bytes.fetch_add(n_bytes, Ordering::Relaxed);
+        self.counters()
+            .n_bytes
+            .fetch_add(n_bytes, Ordering::Relaxed);
     }
 
     /// Packets counted.
     pub fn n_packets(&self) -> u64 {
-        self.counters.n_packets.load(Ordering::Relaxed)
+        self.counters().n_packets.load(Ordering::Relaxed)
     }
 
     /// Bytes counted.
     pub fn n_bytes(&self) -> u64 {
-        self.counters.n_bytes.load(Ordering::Relaxed)
+        self.counters().n_bytes.load(Ordering::Relaxed)
     }
 
     /// Records a use at `now_ms`.
     pub fn touch(&self, now_ms: u64) {
-        self.counters
+        self.counters()
             .last_used_ms
             .fetch_max(now_ms, Ordering::Relaxed);
     }
 
     /// When a packet last matched.
     pub fn last_used_ms(&self) -> u64 {
-        self.counters.last_used_ms.load(Ordering::Relaxed)
+        self.counters().last_used_ms.load(Ordering::Relaxed)
     }
 }
 

@@ -121,6 +121,18 @@ fn ident_hash(m: &Match, priority: u16) -> u64 {
     fmix(h)
 }
 
+/// [`ident_hash`] of a match whose mask constrains only words `words` (in key order).
+fn ident_hash_at(words: &[u8], m: &Match, priority: u16) -> u64 {
+    let (k, v) = (&m.mask().words, &m.value().words);
+    let mut h = u64::from(priority);
+    for w in words {
+        let i = usize::from(*w);
+        h = mix(h, k[i] ^ u64::from(*w));
+        h = mix(h, v[i]);
+    }
+    fmix(h)
+}
+
 /// The classifier rank of the subtable at position `i` of the pvector.
 fn rank_at(i: usize) -> u16 {
     u16::MAX.saturating_sub(u16::try_from(i).unwrap_or(u16::MAX))
@@ -206,6 +218,8 @@ struct MaskRec {
     rank: Option<u16>,
     /// The mask is the catch-all one.
     catch_all: bool,
+    /// The words it constrains, in key order.
+    words: Box<[u8]>,
     /// [`validate_match`] of matches with this mask, by [`prereq_bits`] of their value.
     checks: Vec<(u32, bool)>,
 }
@@ -251,6 +265,11 @@ impl TableMeta {
             counts: BTreeMap::new(),
             rank: None,
             catch_all: key.is_zero(),
+            words: (0u8..)
+                .zip(key.words.iter())
+                .filter(|(_, w)| **w != 0)
+                .map(|(i, _)| i)
+                .collect(),
             checks: Vec::new(),
         });
         self.by_mask.insert(*key, i);
@@ -655,11 +674,14 @@ impl<'m> TableDraft<'m> {
     fn slot(&mut self, cls: Option<&OfTable>, from: usize, create: bool) -> Option<u32> {
         let e = &self.mods[from].entry;
         let (m, priority) = (&e.flow_match, e.priority);
-        let hash = ident_hash(m, priority);
+        let mask = self.meta.find(m.mask());
+        let hash = match mask {
+            Some(i) => ident_hash_at(&self.meta.masks[i as usize].words, m, priority),
+            None => ident_hash(m, priority),
+        };
         if let Some(s) = self.lookup(hash, m, priority) {
             return Some(s);
         }
-        let mask = self.meta.find(m.mask());
         let orig = self.live(cls, mask, m, priority);
         if orig.is_none() && !create {
             return None;
@@ -1054,7 +1076,7 @@ impl<'m> TableDraft<'m> {
                 }
                 for (o, rule, mask) in in_place {
                     let p = o.payload();
-                    let rule = rule.unwrap_or_else(|| Arc::new(p.same_rule()));
+                    let rule = rule.unwrap_or_else(|| Arc::new(OfRule::same_rule(p)));
                     let priority = meta.class_priority(mask, p.priority());
                     if !put(ops, &o.match_(), priority, rule, Some(&o)) {
                         return;
@@ -1113,8 +1135,7 @@ fn put(
 /// A new version of a rule keeps the live rule's counters and age.
 fn inherit(rule: &mut Arc<OfRule>, from: &LiveRule) {
     let r = Arc::get_mut(rule).expect("draft rules are unshared until applied");
-    r.created_ms = from.payload().created_ms;
-    r.counters = from.payload().counters.clone();
+    r.inherit(from.payload());
 }
 
 /// The drafts of one bundle.
@@ -1318,6 +1339,11 @@ mod tests {
                 let m = Match::new(v, mask);
                 let i = meta.find_or_add(&mask);
                 prop_assert_eq!(meta.valid(i, &m), validate_match(&m).is_ok(), "{:?}", m);
+                let p = u16::try_from(next(&mut x) >> 48).expect("16 bits");
+                prop_assert_eq!(
+                    ident_hash_at(&meta.masks[i as usize].words, &m, p),
+                    ident_hash(&m, p)
+                );
             }
         }
     }

@@ -275,8 +275,7 @@ impl RefBridge {
                     n.entry.flow_match.mask().is_zero(),
                 );
                 if let Some(p) = &prev {
-                    rule.created_ms = p.payload().created_ms;
-                    rule.counters = p.payload().counters.clone();
+                    rule.inherit(p.payload());
                 }
                 let rule = Arc::new(rule);
                 if old.iter().any(|r| same(r, &n.entry)) {
