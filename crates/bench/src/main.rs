@@ -261,16 +261,32 @@ fn datapath(args: &DatapathArgs) -> anyhow::Result<()> {
     let mut contended = false;
     for p in &points {
         let pcap = pcap::ensure_pcap(&opts.pcap_dir, p)?;
-        let mut ferrovs_res = None;
+        let mut run_f = |rep: u32| {
+            eprintln!("ferrovs: {p} (repetition {} of {})", rep + 1, args.reps);
+            ferrovs::run_point(p, &opts)
+        };
+        let mut run_o = |rep: u32| match ovs.as_mut() {
+            Some(o) => {
+                eprintln!("ovs-dpdk: {p} (repetition {} of {})", rep + 1, args.reps);
+                o.run_point(p, &opts, &pcap)
+            }
+            None => anyhow::bail!("no OVS-DPDK"),
+        };
+        let mut systems: Vec<&mut dyn FnMut(u32) -> anyhow::Result<PointResult>> = Vec::new();
         if !args.no_ferrovs {
-            eprintln!("ferrovs: {p}");
-            ferrovs_res = Some(repeat(args.reps, |_| ferrovs::run_point(p, &opts)));
+            systems.push(&mut run_f);
         }
-        let mut ovs_res = None;
-        if let Some(o) = ovs.as_mut() {
-            eprintln!("ovs-dpdk: {p}");
-            ovs_res = Some(repeat(args.reps, |_| o.run_point(p, &opts, &pcap)));
+        let with_ovs = args.with_ovs;
+        if with_ovs {
+            systems.push(&mut run_o);
         }
+        let mut results = alternate(args.reps, &mut systems).into_iter();
+        let mut ferrovs_res = if args.no_ferrovs {
+            None
+        } else {
+            results.next()
+        };
+        let ovs_res = if with_ovs { results.next() } else { None };
         if let (Some(Ok(f)), Some(Ok(o))) = (ferrovs_res.as_mut(), ovs_res.as_ref()) {
             if o.mpps > 0.0 {
                 f.ratio_to_ovs = Some(round3(f.mpps / o.mpps));
@@ -323,16 +339,28 @@ fn datapath(args: &DatapathArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `f` `reps` times (stopping at the first error) and returns the median result.
-fn repeat(
+/// Runs `reps` repetitions of every system, alternating (system 0, 1, 0, 1, ...) so that a
+/// slow spell of the shared machine falls on all of them, and returns each system's median.
+/// A system stops at its first error, which becomes its result.
+fn alternate(
     reps: u32,
-    mut f: impl FnMut(u32) -> anyhow::Result<PointResult>,
-) -> anyhow::Result<PointResult> {
-    let mut runs = Vec::new();
+    systems: &mut [&mut dyn FnMut(u32) -> anyhow::Result<PointResult>],
+) -> Vec<anyhow::Result<PointResult>> {
+    let mut runs: Vec<anyhow::Result<Vec<PointResult>>> =
+        systems.iter().map(|_| Ok(Vec::new())).collect();
     for rep in 0..reps {
-        runs.push(f(rep)?);
+        for (sys, acc) in systems.iter_mut().zip(runs.iter_mut()) {
+            if let Ok(v) = acc {
+                match sys(rep) {
+                    Ok(r) => v.push(r),
+                    Err(e) => *acc = Err(e),
+                }
+            }
+        }
     }
-    point::median(runs).context("no repetitions")
+    runs.into_iter()
+        .map(|r| r.and_then(|v| point::median(v).context("no repetitions")))
+        .collect()
 }
 
 fn round3(v: f64) -> f64 {
@@ -475,25 +503,27 @@ mod tests {
     }
 
     #[test]
-    fn repeat_takes_the_median_and_stops_at_errors() {
+    fn repetitions_alternate_take_the_median_and_stop_at_errors() {
         let p = Point {
             frame_len: 64,
             flows: 1_000,
             ruleset: Ruleset::Exact,
         };
-        let r = repeat(3, |i| {
-            let mut r = PointResult::new("x", &p);
+        let order = std::cell::RefCell::new(Vec::new());
+        let mut a = |i: u32| {
+            order.borrow_mut().push(('a', i));
+            let mut r = PointResult::new("a", &p);
             r.mpps = [5.0, 1.0, 3.0][i as usize];
             Ok(r)
-        })
-        .unwrap();
-        assert_eq!((r.mpps, r.mpps_min, r.mpps_max), (3.0, 1.0, 5.0));
-        let mut calls = 0;
-        assert!(repeat(3, |_| {
-            calls += 1;
+        };
+        let mut b = |i: u32| {
+            order.borrow_mut().push(('b', i));
             anyhow::bail!("no")
-        })
-        .is_err());
-        assert_eq!(calls, 1);
+        };
+        let res = alternate(3, &mut [&mut a, &mut b]);
+        assert_eq!(*order.borrow(), [('a', 0), ('b', 0), ('a', 1), ('a', 2)]);
+        let r = res[0].as_ref().unwrap();
+        assert_eq!((r.mpps, r.mpps_min, r.mpps_max), (3.0, 1.0, 5.0));
+        assert!(res[1].is_err());
     }
 }
