@@ -1141,30 +1141,47 @@ fn inherit(rule: &mut Arc<OfRule>, from: &LiveRule) {
 /// The drafts of one bundle.
 struct Drafts<'m> {
     mods: &'m [FlowMod],
-    tables: Vec<Option<TableDraft<'m>>>,
+    /// The tables drafted, in the order the bundle first touched them.
+    tables: Vec<TableDraft<'m>>,
+    /// Per table, 1 + the index of its draft in `tables` (0: not drafted).
+    at: [u8; N_TABLES],
     /// Tables touched by the current flow_mod.
     touched: Vec<u8>,
 }
 
 impl<'m> Drafts<'m> {
+    fn new(mods: &'m [FlowMod]) -> Self {
+        Drafts {
+            mods,
+            tables: Vec::new(),
+            at: [0; N_TABLES],
+            touched: Vec::new(),
+        }
+    }
+
     fn draft(&mut self, br: &Bridge, t: u8, capacity: usize) -> &mut TableDraft<'m> {
         if !self.touched.contains(&t) {
             self.touched.push(t);
         }
-        let mods = self.mods;
-        self.tables[usize::from(t)].get_or_insert_with(|| {
-            TableDraft::new(t, mods, br.metas[usize::from(t)].clone(), capacity)
-        })
+        let at = &mut self.at[usize::from(t)];
+        if *at == 0 {
+            let meta = br.metas[usize::from(t)].clone();
+            self.tables
+                .push(TableDraft::new(t, self.mods, meta, capacity));
+            *at = u8::try_from(self.tables.len()).expect("at most 255 tables");
+        }
+        &mut self.tables[usize::from(*at) - 1]
     }
 
     fn has(&self, t: u8) -> bool {
-        self.tables[usize::from(t)].is_some()
+        self.at[usize::from(t)] != 0
     }
 
     /// Ends one flow_mod: OVS publishes it, updating its subtable order.
     fn settle(&mut self) {
         for t in self.touched.drain(..) {
-            if let Some(d) = self.tables[usize::from(t)].as_mut() {
+            if let Some(i) = usize::from(self.at[usize::from(t)]).checked_sub(1) {
+                let d = &mut self.tables[i];
                 let mut dirty = std::mem::take(&mut d.dirty);
                 d.meta.settle(&mut dirty);
                 d.dirty = dirty;
@@ -1187,11 +1204,7 @@ pub(super) fn flow_mods(
         .map(|fm| std::mem::take(&mut fm.entry.actions))
         .collect();
     let mods = &mods[..];
-    let mut ds = Drafts {
-        mods,
-        tables: (0..N_TABLES).map(|_| None).collect(),
-        touched: Vec::new(),
-    };
+    let mut ds = Drafts::new(mods);
     let mut out = FlowModOutcome::default();
     {
         let br: &Bridge = br;
@@ -1251,8 +1264,10 @@ pub(super) fn flow_mods(
             ds.settle();
         }
     }
+    // Tables are checked and applied in table order.
+    ds.tables.sort_unstable_by_key(|d| d.table);
     // Check every new rule as the classifier will, so that the commits below cannot fail.
-    for d in ds.tables.iter().flatten() {
+    for d in &ds.tables {
         if let Some(msg) = d.first_invalid() {
             return Err(SwitchError::Rule { index: 0, msg });
         }
@@ -1260,7 +1275,7 @@ pub(super) fn flow_mods(
     // Apply, per table: each rule's classifier priority is its OpenFlow priority above a
     // rank that orders equal priorities as OVS's classifier does; a rule whose rank changed
     // moves, keeping its counters.
-    for d in ds.tables.into_iter().flatten() {
+    for d in ds.tables {
         d.apply(br)?;
     }
     Ok(out)
