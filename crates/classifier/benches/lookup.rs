@@ -1,7 +1,7 @@
 //! Criterion benches: lookups (exact 5-tuple and mixed-mask rule sets at 1K, 16K and 256K
 //! rules, hits and misses, with and without wildcard tracking, one key at a time and 32 keys
-//! per `lookup_batch`) and insertion (batched and single). `classifier-bench` prints the same figures as one-line results with the OVS
-//! baseline beside them.
+//! per `lookup_batch`) and insertion (batched and single). `classifier-bench` prints the same
+//! figures as one-line results with the OVS baseline beside them.
 
 #![allow(missing_docs)]
 

@@ -27,9 +27,9 @@
 //! full, a tag byte per cell beside it), so a hit usually reads one cell, found from the hash
 //! and the (small, cached) tags alone. [`RuleSet::lookup_batch`] uses that: it takes up to
 //! [`BATCH`] keys through the subtables together and, in each subtable too large for the
-//! caches, hashes every key and loads every key's home cell before comparing any. The loops are short
-//! enough that the CPU keeps all of a batch's cache misses in flight (a safe-Rust stand-in for
-//! the datapath's prefetches), so a table far larger than the caches costs little more per
+//! caches, hashes every key and loads every key's home cell before comparing any. The loops are
+//! short enough that the CPU keeps all of a batch's cache misses in flight (a safe-Rust stand-in
+//! for the datapath's prefetches), so a table far larger than the caches costs little more per
 //! lookup than a small one. Results and consulted bits are those of single lookups.
 //!
 //! **Wildcard tracking.** With `Some(wc)`, a lookup ORs into `wc` every key bit it needed.

@@ -20,11 +20,10 @@
 //! - it is never consulted while the megaflow cache has at most one subtable;
 //! - otherwise it runs a **trial**: [`WARM_BATCHES`] batches with the cache (filling it), then
 //!   [`TRIAL_BATCHES`] batches timed with it and as many timed without it, the time being the
-//!   cycles of the lookup stage (EMC lookups and offers plus megaflow lookups; upcalls and
-//!   actions are not counted). The cache stays on for the next [`DECIDED_BATCHES`] batches if
-//!   it was at least [`MIN_GAIN_PERCENT`] % cheaper per packet, off otherwise; then the next
-//!   trial. Trials cost about 4 % of the batches, timed with two `rdtsc` each; the decided
-//!   batches are not timed.
+//!   cycles of the lookup stage (EMC lookups and offers plus megaflow lookups; upcalls and actions
+//!   are not counted). The cache stays on for the next [`DECIDED_BATCHES`] batches if it was at
+//!   least [`MIN_GAIN_PERCENT`] % cheaper per packet, off otherwise; then the next trial. Trials
+//!   cost about 4 % of the batches, timed with two `rdtsc` each; the decided batches are not timed.
 //!
 //! # Insertion policy (no thrashing at 256K flows)
 //!

@@ -9,14 +9,14 @@
 //! Options: `--rules N,..` (default 1000,16384,262144), `--sets exact,mixed,ovs` (default
 //! all), `--masks N` (mixed set, default 20), `--lookups N` per repetition (default
 //! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
-//! `--no-lookup` (only the build, insert and batch lines), `--no-tries` (no prefix tries; default `nw_dst,nw_src`), `--hugepages` (re-runs itself
-//! with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so that malloc asks for transparent huge pages;
-//! the OVS child inherits it), `--api single|batch|both` (default both: one `lookup` per key,
-//! or one `lookup_batch` per 32 keys), `--reader-cpu N` (the `batch` line's reader thread runs
-//! on CPU `N`, as a PMD thread on its own core; the writer stays where `taskset` put the
-//! process). Lookups run in batches of 32 keys per snapshot, as a PMD thread would. Pin the
-//! process (`taskset`) for stable numbers: the OVS child inherits the pinning. Every line is
-//! the median of `--reps` repetitions.
+//! `--no-lookup` (only the build, insert and batch lines), `--no-tries` (no prefix tries; default
+//! `nw_dst,nw_src`), `--hugepages` (re-runs itself with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so
+//! that malloc asks for transparent huge pages; the OVS child inherits it), `--api
+//! single|batch|both` (default both: one `lookup` per key, or one `lookup_batch` per 32 keys),
+//! `--reader-cpu N` (the `batch` line's reader thread runs on CPU `N`, as a PMD thread on its own
+//! core; the writer stays where `taskset` put the process). Lookups run in batches of 32 keys per
+//! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
+//! inherits the pinning. Every line is the median of `--reps` repetitions.
 
 mod gen;
 
