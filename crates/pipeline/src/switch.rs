@@ -176,12 +176,14 @@ impl RuleCounters {
 /// The match is not kept here: the classifier rule that holds this payload keeps it, in a
 /// compressed form (its table's interned mask and the masked words), and
 /// [`classifier::Rule::match_`] rebuilds it. [`OfRule::to_flow_entry`] puts the two back
-/// together as the flow was added. A rule is about 100 bytes here; with a whole
-/// [`FlowEntry`] (836 bytes, 720 of them the match's value and mask) every added rule cost
-/// a kilobyte of fresh memory.
+/// together as the flow was added. A rule is 88 bytes here (its counters included, its
+/// actions apart); with a whole [`FlowEntry`] (836 bytes, 720 of them the match's value and
+/// mask) every added rule cost a kilobyte of fresh memory. Loading 256K exact 5-tuple rules
+/// in bundles of 8,192 grows the process by about 620 bytes per rule, the classifier's
+/// tables and rules included (1,410 bytes with the whole `FlowEntry`).
 #[derive(Debug)]
 pub struct OfRule {
-    actions: Vec<Action>,
+    actions: Box<[Action]>,
     cookie: u64,
     /// When it was added, in milliseconds of the switch clock.
     pub created_ms: u64,
@@ -230,7 +232,7 @@ impl OfRule {
             })
         });
         OfRule {
-            actions,
+            actions: actions.into_boxed_slice(),
             cookie: e.cookie,
             created_ms: now_ms,
             counters: RuleCounters::fresh(now_ms),
@@ -307,7 +309,7 @@ impl OfRule {
             flags: self.flags,
             out_port: OFPP_NONE,
             out_group,
-            actions: self.actions.clone(),
+            actions: self.actions.to_vec(),
             stats,
         }
     }
@@ -1150,6 +1152,14 @@ mod tests {
         sw.parse_flows("br0", &[text], "-O OpenFlow13", cmd)
             .expect("valid flow")
             .remove(0)
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn of_rule_stays_small() {
+        // Every added rule is one of these, in its own allocation (with the `Arc` counts, 104
+        // bytes: malloc's 112-byte class).
+        assert_eq!(std::mem::size_of::<OfRule>(), 88);
     }
 
     #[test]

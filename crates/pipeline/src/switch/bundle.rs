@@ -833,7 +833,7 @@ impl<'m> TableDraft<'m> {
         check_gotos(actions, self.table)?;
         let keep_counts = !e.flags.contains(FlowFlags::RESET_COUNTS);
         let change = |r: &mut OfRule| {
-            r.actions = actions.to_vec();
+            r.actions = actions.into();
             if e.cookie_mask == 0 && e.cookie != u64::MAX && e.cookie != 0 {
                 r.cookie = e.cookie;
             }
