@@ -25,17 +25,18 @@
 //! an add or a strict modify or delete costs a few hash probes plus its share of one
 //! classifier commit per table; a non-strict modify or delete scans the tables it names once.
 //! `examples/insert_rate.rs` loads 256K exact 5-tuple rules into a table of 1,004 rules in
-//! batches. In CPU time (2026-11-23, shared 2-vCPU guest under load, median of three fresh
-//! switches, in brackets the first one of a process, which writes to fresh pages): batches
-//! of 8,192 at 0.73 to 0.75M rules/s (0.56M), of 65,536 at 0.68 to 0.73M/s. When each rule
-//! kept a whole `FlowEntry` (836 bytes, written to fresh pages, then copied), the same
-//! runs gave 0.51 to 0.53M/s (0.39 to 0.41M) and 0.56 to 0.59M/s; the implementation
+//! batches. In CPU time (2026-11-23, shared 2-vCPU guest under load, median of six runs of
+//! three fresh switches each, in brackets the first switch of a process, which writes to
+//! fresh pages): batches of 8,192 at 0.72M rules/s (0.58M), of 65,536 at 0.73M/s, of 1,024
+//! at 0.91M/s, single flow_mods at 0.36M calls/s. When each rule kept a whole `FlowEntry`
+//! (836 bytes, written to fresh pages, then copied) and a bundle walked 255 table drafts,
+//! the same runs gave 0.55M/s (0.42M), 0.60M/s, 0.64M/s and 0.13M/s; the implementation
 //! before the drafts did about 400 rules/s (it copied every rule of the table per call and
-//! recomputed the subtable order over all rules per flow_mod). About three quarters of
-//! what remains is the classifier's commit, which applies every batch twice (left-right
-//! versions); the draft's own share is about 0.3 µs per added rule: one probe of the
-//! draft's index, one [`Classifier::find`] for a live rule of the same identity, and two
-//! small allocations (the rule and its counters).
+//! recomputed the subtable order over all rules per flow_mod). About four fifths of what
+//! remains at 8,192 is the classifier's commit, which applies every batch twice
+//! (left-right versions); the draft's own share is about 0.2 µs per added rule: one probe
+//! of the draft's index, one [`Classifier::find`] for a live rule of the same identity, and
+//! one small allocation (the rule).
 //!
 //! # OVS semantics kept here
 //!
