@@ -13,7 +13,9 @@
 //! `nw_dst,nw_src`), `--hugepages` (re-runs itself with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so
 //! that malloc asks for transparent huge pages; the OVS child inherits it), `--api
 //! single|batch|both` (default both: one `lookup` per key, or one `lookup_batch` per 32 keys),
-//! `--reader-cpu N` (the `batch` line's reader thread runs on CPU `N`, as a PMD thread on its own
+//! `--commit-with` (the `batch` line commits through `Classifier::commit_with`, operations
+//! given one at a time as the pipeline's bundles do, instead of a `Batch`), `--reader-cpu N`
+//! (the `batch` line's reader thread runs on CPU `N`, as a PMD thread on its own
 //! core; the writer stays where `taskset` put the process). Lookups run in batches of 32 keys per
 //! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
 //! inherits the pinning. Every line is the median of `--reps` repetitions.
@@ -42,6 +44,7 @@ struct Args {
     hugepages: bool,
     apis: Vec<Api>,
     reader_cpu: Option<usize>,
+    commit_with: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -56,6 +59,7 @@ fn parse_args() -> Result<Args, String> {
         hugepages: false,
         apis: vec![Api::Single, Api::Batch],
         reader_cpu: None,
+        commit_with: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -74,10 +78,11 @@ fn parse_args() -> Result<Args, String> {
             "--hugepages" => a.hugepages = true,
             "--api" => a.apis = Api::parse(&val()?)?,
             "--reader-cpu" => a.reader_cpu = Some(num(&val()?)?),
+            "--commit-with" => a.commit_with = true,
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--hugepages] [--api single|batch|both] [--reader-cpu N]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--hugepages] [--api single|batch|both] [--reader-cpu N] [--commit-with]"
                         .into(),
                 )
             }
@@ -335,16 +340,29 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
     // A 100K-rule atomic batch while a reader thread looks up.
     let n_batch = 100_000.min(extra.len());
     let points: Vec<BatchPoint> = (0..args.reps)
-        .map(|_| batch_point(base, &extra[..n_batch], &big.hits, args.reader_cpu))
+        .map(|_| {
+            batch_point(
+                base,
+                &extra[..n_batch],
+                &big.hits,
+                args.reader_cpu,
+                args.commit_with,
+            )
+        })
         .collect();
     let med = |f: fn(&BatchPoint) -> f64| median(points.iter().map(f).collect());
     let max_gap = points.iter().map(|p| p.max_gap).fold(0.0, f64::max);
     println!(
-        "batch    set={set:<5} into={:<7} rules={n_batch:<7} writer-cpus={} reader-cpu={} \
+        "batch    set={set:<5} into={:<7} rules={n_batch:<7} via={} writer-cpus={} reader-cpu={} \
          commit={:.3}s (cpu {:.3}s) replay-at-next-commit={:.3}s (cpu {:.3}s) \
          reader lookups/s before={} during-commit={} during-replay={} \
          reader max gap median={:.0}us max={:.0}us",
         base.len(),
+        if args.commit_with {
+            "commit_with"
+        } else {
+            "Batch"
+        },
         allowed_cpus(),
         args.reader_cpu
             .map_or_else(|| "same".to_string(), |c| c.to_string()),
@@ -380,6 +398,7 @@ fn batch_point(
     batch: &[(openflow::Match, u32)],
     keys: &[FlowKey],
     reader_cpu: Option<usize>,
+    via_ops: bool,
 ) -> BatchPoint {
     let mut cls = load(base);
     let reader = cls.reader();
@@ -424,8 +443,10 @@ fn batch_point(
         })
     };
     let mut b = Batch::new();
-    for (m, p) in batch {
-        b.insert(*m, *p, 0, 1);
+    if !via_ops {
+        for (m, p) in batch {
+            b.insert(*m, *p, 0, 1);
+        }
     }
     // Reader rate alone, then during the commit and during the replay.
     std::thread::sleep(Duration::from_millis(20));
@@ -435,7 +456,19 @@ fn batch_point(
     let before = count.swap(0, Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64();
     max_gap_ns.store(0, Ordering::Relaxed);
     let (t, c) = (Instant::now(), cpu_time());
-    cls.commit(b).expect("valid");
+    if via_ops {
+        // The operations one at a time, as the pipeline's bundles commit (no `Batch` of
+        // `Op`s is built and moved).
+        cls.commit_with(|ops| {
+            ops.reserve(batch.len());
+            for (m, p) in batch {
+                ops.insert(m, *p, 0, 1);
+            }
+        })
+        .expect("valid");
+    } else {
+        cls.commit(b).expect("valid");
+    }
     let (commit, commit_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - c);
     let during_commit = count.swap(0, Ordering::Relaxed) as f64 / commit;
     // The next commit replays the batch onto the other version.
