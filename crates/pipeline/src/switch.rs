@@ -28,12 +28,12 @@
 //! batches. In CPU time (2026-11-23, shared 2-vCPU guest under load, median of six runs of
 //! three fresh switches each, in brackets the first switch of a process, which writes to
 //! fresh pages): batches of 8,192 at 0.72M rules/s (0.58M), of 65,536 at 0.73M/s, of 1,024
-//! at 0.91M/s, single flow_mods at 0.36M calls/s. When each rule kept a whole `FlowEntry`
-//! (836 bytes, written to fresh pages, then copied) and a bundle walked 255 table drafts,
-//! the same runs gave 0.55M/s (0.42M), 0.60M/s, 0.64M/s and 0.13M/s; the implementation
-//! before the drafts did about 400 rules/s (it copied every rule of the table per call and
-//! recomputed the subtable order over all rules per flow_mod). About four fifths of what
-//! remains at 8,192 is the classifier's commit, which applies every batch twice
+//! at 0.91M/s, single flow_mods at 0.43M calls/s. When each rule kept a whole `FlowEntry`
+//! (836 bytes, written to fresh pages, then copied) and a bundle walked 255 table drafts
+//! and copied the metadata of each table it drafted, the same runs gave 0.55M/s (0.42M), 0.60M/s,
+//! 0.64M/s and 0.13M/s; the implementation before the drafts did about 400 rules/s (it copied every
+//! rule of the table per call and recomputed the subtable order over all rules per flow_mod). About
+//! four fifths of what remains at 8,192 is the classifier's commit, which applies every batch twice
 //! (left-right versions); the draft's own share is about 0.2 µs per added rule: one probe
 //! of the draft's index, one [`Classifier::find`] for a live rule of the same identity, and
 //! one small allocation (the rule).

@@ -35,6 +35,11 @@
 //! priority leaves it as it is, so the update costs O(1) for most flow_mods, O(subtables)
 //! otherwise. Rules of a subtable whose rank changed move (same counters).
 //!
+//! A draft takes its table's [`TableMeta`] from the bridge rather than a copy of it, and
+//! journals what it changes (the counts of each mask it counts in, the pvector, the masks it
+//! appends) so that a failed bundle puts it back as it was: a bundle of one flow_mod costs
+//! no copy of the table's masks.
+//!
 //! Rule expiry removes rules outside bundles and leaves the pvector as it was (it used to be
 //! updated at the next flow_mod that drafts the table): [`TableMeta::removed_outside`] keeps
 //! the counts right and marks the table stale, and the first flow_mod that drafts it updates
@@ -222,6 +227,8 @@ struct MaskRec {
     words: Box<[u8]>,
     /// [`validate_match`] of matches with this mask, by [`prereq_bits`] of their value.
     checks: Vec<(u32, bool)>,
+    /// The journal holds the counts as they were before the bundle.
+    saved: bool,
 }
 
 impl MaskRec {
@@ -241,9 +248,73 @@ pub(super) struct TableMeta {
     stale: bool,
     /// The mask looked up last.
     last: Option<u32>,
+    /// What a bundle being drafted changed, to undo it if the bundle fails.
+    journal: Option<Journal>,
+}
+
+/// What a draft changed in a [`TableMeta`] it took from its bridge: enough to put it back as
+/// it was (a failed bundle changes nothing), without copying the whole of it per bundle.
+#[derive(Debug, Clone, Default)]
+struct Journal {
+    /// Masks before the bundle (the draft only appends).
+    n_masks: usize,
+    /// The pvector and staleness before the bundle's first change of them.
+    pv: Option<(Vec<(u32, u16)>, bool)>,
+    /// The counts of each mask the bundle counted in, before its first change.
+    counts: Vec<(u32, BTreeMap<u16, u32>)>,
 }
 
 impl TableMeta {
+    /// Starts recording changes (see [`TableMeta::roll_back`]).
+    fn begin(&mut self) {
+        debug_assert!(self.journal.is_none(), "one bundle at a time");
+        self.journal = Some(Journal {
+            n_masks: self.masks.len(),
+            ..Journal::default()
+        });
+    }
+
+    /// Keeps the changes made since [`TableMeta::begin`].
+    fn keep(&mut self) {
+        if let Some(j) = self.journal.take() {
+            for (i, _) in j.counts {
+                self.masks[i as usize].saved = false;
+            }
+        }
+    }
+
+    /// Undoes the changes made since [`TableMeta::begin`]. What it learned stays (the
+    /// remembered checks of the masks it had).
+    fn roll_back(&mut self) {
+        let Some(j) = self.journal.take() else {
+            return;
+        };
+        for (i, counts) in j.counts {
+            let rec = &mut self.masks[i as usize];
+            rec.counts = counts;
+            rec.saved = false;
+        }
+        for rec in self.masks.drain(j.n_masks..) {
+            self.by_mask.remove(&rec.key);
+        }
+        if let Some((pv, stale)) = j.pv {
+            self.pv = pv;
+            self.stale = stale;
+        }
+        self.last = None;
+    }
+
+    /// Records mask `i`'s counts before their first change in the bundle.
+    fn save_counts(&mut self, i: u32) {
+        let rec = &mut self.masks[i as usize];
+        if let Some(j) = self.journal.as_mut() {
+            if !rec.saved && (i as usize) < j.n_masks {
+                rec.saved = true;
+                j.counts.push((i, rec.counts.clone()));
+            }
+        }
+    }
+
     fn find(&mut self, key: &FlowKey) -> Option<u32> {
         if let Some(i) = self.last {
             if self.masks[i as usize].key == *key {
@@ -271,6 +342,7 @@ impl TableMeta {
                 .map(|(i, _)| i)
                 .collect(),
             checks: Vec::new(),
+            saved: false,
         });
         self.by_mask.insert(*key, i);
         self.last = Some(i);
@@ -291,6 +363,7 @@ impl TableMeta {
     }
 
     fn inc(&mut self, i: u32, priority: u16, dirty: &mut Vec<u32>) {
+        self.save_counts(i);
         let rec = &mut self.masks[i as usize];
         let old = rec.max();
         *rec.counts.entry(priority).or_insert(0) += 1;
@@ -300,6 +373,7 @@ impl TableMeta {
     }
 
     fn dec(&mut self, i: u32, priority: u16, dirty: &mut Vec<u32>) {
+        self.save_counts(i);
         let rec = &mut self.masks[i as usize];
         let old = rec.max();
         let Some(c) = rec.counts.get_mut(&priority) else {
@@ -319,10 +393,15 @@ impl TableMeta {
     /// masks in `dirty` changed their highest priority, appeared or emptied; with `stale`,
     /// any mask may have.
     fn settle(&mut self, dirty: &mut Vec<u32>) {
-        let full = std::mem::take(&mut self.stale);
-        if dirty.is_empty() && !full {
+        if dirty.is_empty() && !self.stale {
             return;
         }
+        if let Some(j) = self.journal.as_mut() {
+            if j.pv.is_none() {
+                j.pv = Some((self.pv.clone(), self.stale));
+            }
+        }
+        let full = std::mem::take(&mut self.stale);
         let masks = &self.masks;
         if full || dirty.iter().any(|i| masks[*i as usize].counts.is_empty()) {
             let mut i = 0;
@@ -982,6 +1061,7 @@ impl<'m> TableDraft<'m> {
             index,
             ..
         } = self;
+        meta.keep();
         let moved = meta.rerank();
         let mut removes: Vec<LiveRule> = Vec::new();
         // Live rules to insert again or modify: (live rule, its new version if modified,
@@ -1159,13 +1239,16 @@ impl<'m> Drafts<'m> {
         }
     }
 
-    fn draft(&mut self, br: &Bridge, t: u8, capacity: usize) -> &mut TableDraft<'m> {
+    /// The draft of table `t`, made (with the table's meta, taken from `metas`) if the
+    /// bundle had not touched it.
+    fn draft(&mut self, metas: &mut [TableMeta], t: u8, capacity: usize) -> &mut TableDraft<'m> {
         if !self.touched.contains(&t) {
             self.touched.push(t);
         }
         let at = &mut self.at[usize::from(t)];
         if *at == 0 {
-            let meta = br.metas[usize::from(t)].clone();
+            let mut meta = std::mem::take(&mut metas[usize::from(t)]);
+            meta.begin();
             self.tables
                 .push(TableDraft::new(t, self.mods, meta, capacity));
             *at = u8::try_from(self.tables.len()).expect("at most 255 tables");
@@ -1196,7 +1279,6 @@ pub(super) fn flow_mods(
     mut mods: Vec<FlowMod>,
     now: u64,
 ) -> Result<FlowModOutcome, SwitchError> {
-    let n_mods = mods.len();
     // The actions move into the rules; the matches stay in `mods`, where the drafts find
     // them until the commit.
     let mut actions: Vec<Vec<Action>> = mods
@@ -1205,78 +1287,117 @@ pub(super) fn flow_mods(
         .collect();
     let mods = &mods[..];
     let mut ds = Drafts::new(mods);
-    let mut out = FlowModOutcome::default();
-    {
-        let br: &Bridge = br;
-        for (index, fm) in mods.iter().enumerate() {
-            let capacity = n_mods - index;
-            let acts = std::mem::take(&mut actions[index]);
-            check_flow(&acts)?;
-            let e = &fm.entry;
-            match fm.command {
-                FlowModCommand::Add => {
-                    let t = match e.table {
-                        Some(t) if usize::from(t) >= N_TABLES => {
-                            return Err(SwitchError::BadTable(t))
-                        }
-                        _ => e.table_id(),
-                    };
-                    check_gotos(&acts, t)?;
-                    let cls = br.table(t);
-                    let d = ds.draft(br, t, capacity);
-                    if e.flags.contains(FlowFlags::CHECK_OVERLAP) && d.overlaps_any(cls, index) {
-                        return Err(SwitchError::Overlap {
-                            table: t,
-                            priority: e.priority,
-                        });
-                    }
-                    d.add(cls, index, acts, now, true);
-                    out.n_added += 1;
-                }
-                FlowModCommand::Modify { strict } => {
-                    let mut n = 0;
-                    for t in tables_of(e.table) {
-                        let cls = br.table(t);
-                        if cls.is_none() && !ds.has(t) {
-                            continue;
-                        }
-                        n += ds.draft(br, t, 0).modify(cls, index, &acts, strict, now)?;
-                    }
-                    out.n_modified += n;
-                    if n == 0 && fm.modify_may_add {
-                        let t = e.table_id();
-                        check_gotos(&acts, t)?;
-                        let cls = br.table(t);
-                        ds.draft(br, t, capacity).add(cls, index, acts, now, false);
-                        out.n_added += 1;
-                    }
-                }
-                FlowModCommand::Delete { strict } => {
-                    for t in tables_of(e.table) {
-                        let cls = br.table(t);
-                        if cls.is_none() && !ds.has(t) {
-                            continue;
-                        }
-                        out.n_deleted += ds.draft(br, t, 0).delete(cls, index, strict);
-                    }
-                }
-            }
-            ds.settle();
-        }
-    }
+    let drafted = {
+        let Bridge { tables, metas, .. } = &mut *br;
+        draft_all(tables, metas, &mut ds, &mut actions, now)
+    };
     // Tables are checked and applied in table order.
     ds.tables.sort_unstable_by_key(|d| d.table);
     // Check every new rule as the classifier will, so that the commits below cannot fail.
-    for d in &ds.tables {
-        if let Some(msg) = d.first_invalid() {
-            return Err(SwitchError::Rule { index: 0, msg });
+    let checked =
+        drafted.and_then(
+            |out| match ds.tables.iter().find_map(TableDraft::first_invalid) {
+                Some(msg) => Err(SwitchError::Rule { index: 0, msg }),
+                None => Ok(out),
+            },
+        );
+    let out = match checked {
+        Ok(out) => out,
+        Err(e) => {
+            restore(br, ds.tables);
+            return Err(e);
         }
-    }
+    };
     // Apply, per table: each rule's classifier priority is its OpenFlow priority above a
     // rank that orders equal priorities as OVS's classifier does; a rule whose rank changed
     // moves, keeping its counters.
-    for d in ds.tables {
-        d.apply(br)?;
+    let mut drafts = ds.tables.into_iter();
+    while let Some(d) = drafts.next() {
+        if let Err(e) = d.apply(br) {
+            restore(br, drafts);
+            return Err(e);
+        }
+    }
+    Ok(out)
+}
+
+/// Puts back the metas of tables whose drafts are not applied, as they were.
+fn restore<'m>(br: &mut Bridge, drafts: impl IntoIterator<Item = TableDraft<'m>>) {
+    for d in drafts {
+        let mut meta = d.meta;
+        meta.roll_back();
+        br.metas[usize::from(d.table)] = meta;
+    }
+}
+
+/// Drafts every flow_mod of the bundle: the tables' metas it touches move from `metas` into
+/// the drafts (and must go back, rolled back, if the bundle fails).
+fn draft_all(
+    tables: &[Option<OfTable>],
+    metas: &mut [TableMeta],
+    ds: &mut Drafts<'_>,
+    actions: &mut [Vec<Action>],
+    now: u64,
+) -> Result<FlowModOutcome, SwitchError> {
+    let table = |t: u8| tables.get(usize::from(t)).and_then(Option::as_ref);
+    let mods = ds.mods;
+    let n_mods = mods.len();
+    let mut out = FlowModOutcome::default();
+    for (index, fm) in mods.iter().enumerate() {
+        let capacity = n_mods - index;
+        let acts = std::mem::take(&mut actions[index]);
+        check_flow(&acts)?;
+        let e = &fm.entry;
+        match fm.command {
+            FlowModCommand::Add => {
+                let t = match e.table {
+                    Some(t) if usize::from(t) >= N_TABLES => return Err(SwitchError::BadTable(t)),
+                    _ => e.table_id(),
+                };
+                check_gotos(&acts, t)?;
+                let cls = table(t);
+                let d = ds.draft(metas, t, capacity);
+                if e.flags.contains(FlowFlags::CHECK_OVERLAP) && d.overlaps_any(cls, index) {
+                    return Err(SwitchError::Overlap {
+                        table: t,
+                        priority: e.priority,
+                    });
+                }
+                d.add(cls, index, acts, now, true);
+                out.n_added += 1;
+            }
+            FlowModCommand::Modify { strict } => {
+                let mut n = 0;
+                for t in tables_of(e.table) {
+                    let cls = table(t);
+                    if cls.is_none() && !ds.has(t) {
+                        continue;
+                    }
+                    n += ds
+                        .draft(metas, t, 0)
+                        .modify(cls, index, &acts, strict, now)?;
+                }
+                out.n_modified += n;
+                if n == 0 && fm.modify_may_add {
+                    let t = e.table_id();
+                    check_gotos(&acts, t)?;
+                    let cls = table(t);
+                    ds.draft(metas, t, capacity)
+                        .add(cls, index, acts, now, false);
+                    out.n_added += 1;
+                }
+            }
+            FlowModCommand::Delete { strict } => {
+                for t in tables_of(e.table) {
+                    let cls = table(t);
+                    if cls.is_none() && !ds.has(t) {
+                        continue;
+                    }
+                    out.n_deleted += ds.draft(metas, t, 0).delete(cls, index, strict);
+                }
+            }
+        }
+        ds.settle();
     }
     Ok(out)
 }
