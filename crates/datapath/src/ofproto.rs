@@ -141,6 +141,33 @@ pub fn change_of(bridge: &str, mods: &[FlowMod]) -> Change {
     }
 }
 
+/// `change`, widened to every lookup of the tables whose equal-priority rules the bundle
+/// reordered (then an added rule changes decisions for packets it does not match itself, which
+/// [`Change::Added`]'s overlap test cannot see).
+fn with_reordered(change: Change, out: &FlowModOutcome) -> Change {
+    if out.reordered_tables == [0; 4] {
+        return change;
+    }
+    let mut tables = out.reordered_tables;
+    let bridge = match change {
+        Change::Added { bridge, table, .. } => {
+            tables[usize::from(table / 64)] |= 1 << (table % 64);
+            bridge
+        }
+        Change::Tables {
+            bridge,
+            tables: more,
+        } => {
+            for (t, m) in tables.iter_mut().zip(more) {
+                *t |= m;
+            }
+            bridge
+        }
+        Change::Everything => return Change::Everything,
+    };
+    Change::Tables { bridge, tables }
+}
+
 impl OfDatapath {
     /// A datapath translating with `switch` (no ports yet: see [`Datapath::add_port`]).
     pub fn new(switch: Switch) -> OfDatapath {
@@ -170,7 +197,7 @@ impl OfDatapath {
         let (out, gen) = {
             let mut sw = self.switch.write().unwrap_or_else(PoisonError::into_inner);
             let out = sw.flow_mods(bridge, mods)?;
-            (out, self.dp.publish(change))
+            (out.clone(), self.dp.publish(with_reordered(change, &out)))
         };
         self.dp.wait_ack(gen);
         Ok(out)

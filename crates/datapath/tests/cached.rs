@@ -846,6 +846,32 @@ proptest! {
     }
 }
 
+/// An added rule that matches none of the cached packets still changes their decisions when
+/// it raises its subtable's highest priority: OVS's subtable order moves, and so does the
+/// winner between equal-priority rules of other subtables. Found by the property test above.
+#[test]
+fn an_added_rule_that_reorders_equal_priorities_revalidates_its_table() {
+    let mut r = rig(&[
+        "table=0,priority=1,udp,actions=output:p2,output:p3",
+        "table=0,priority=2,udp,tp_dst=1,actions=drop",
+        "table=0,priority=1,udp,nw_src=10.0.0.2,tp_dst=0,actions=drop",
+    ]);
+    let (a, b) = (udp(0x0a00_0000, 0, 64), udp(0x0a00_0002, 0, 64));
+    assert_eq!(r.out_ports("p1", &a), ["p2", "p3"]);
+    let before = r.translated_ports("p1", &b);
+    r.of.add_flows_text(
+        "br0",
+        &["table=0,priority=2,udp,nw_src=10.0.0.0,tp_dst=1,actions=drop"],
+    )
+    .expect("valid");
+    let after = r.translated_ports("p1", &b);
+    assert_ne!(
+        before, after,
+        "the added rule reorders the two priority-1 rules"
+    );
+    assert_eq!(r.out_ports("p1", &b), after);
+}
+
 /// Two changes revalidated in one pass, whose added rules' masks both reach outside the
 /// megaflow's mask: each change is tested against its own rules (a projection cache shared
 /// between them once made the second change look like the first).

@@ -533,6 +533,18 @@ pub struct FlowModOutcome {
     pub n_modified: usize,
     /// Rules removed.
     pub n_deleted: usize,
+    /// Tables (bit `t % 64` of word `t / 64`) where rules that were already there changed
+    /// their order among equal priorities (an added rule raised its subtable's highest
+    /// priority, and OVS's subtable order moved): a packet no added rule matches may now get
+    /// another rule, so a cache of translations that looked these tables up is stale.
+    pub reordered_tables: [u64; 4],
+}
+
+impl FlowModOutcome {
+    /// Whether table `t` is in [`FlowModOutcome::reordered_tables`].
+    pub fn reordered(&self, t: u8) -> bool {
+        self.reordered_tables[usize::from(t / 64)] & (1 << (t % 64)) != 0
+    }
 }
 
 /// One rule as `dump-flows` shows it.

@@ -1050,7 +1050,11 @@ impl<'m> TableDraft<'m> {
     /// Applies the draft to the table: one classifier commit, its operations made as the
     /// classifier takes them (removals, then the live rules that move or change in dump
     /// order, then the added rules in draft order).
-    fn apply(self, br: &mut Bridge) -> Result<(), SwitchError> {
+    ///
+    /// Returns whether a rule already in the table changed its classifier priority (OVS's
+    /// order of subtables moved): then the order of equal-priority rules may have changed for
+    /// packets no added rule matches, and what a cache learnt from this table is stale.
+    fn apply(self, br: &mut Bridge) -> Result<bool, SwitchError> {
         let t = self.table;
         let TableDraft {
             mods,
@@ -1140,8 +1144,11 @@ impl<'m> TableDraft<'m> {
         let any_pushed = pushed.iter().any(|(s, v)| slots[*s as usize].ver(*v).alive);
         if removes.is_empty() && in_place.is_empty() && !any_pushed {
             br.metas[usize::from(t)] = meta;
-            return Ok(());
+            return Ok(false);
         }
+        let reordered = in_place
+            .iter()
+            .any(|(o, _, mask)| meta.class_priority(*mask, o.payload().priority()) != o.priority());
         // The rules were checked (the live ones when they were added, the others by
         // `first_invalid`): the classifier need not check them again.
         let n_ops = removes.len() + in_place.len() + pushed.len();
@@ -1190,7 +1197,7 @@ impl<'m> TableDraft<'m> {
             });
         meta.compact();
         br.metas[usize::from(t)] = meta;
-        res.map(|_| ())
+        res.map(|_| reordered)
     }
 }
 
@@ -1301,7 +1308,7 @@ pub(super) fn flow_mods(
                 None => Ok(out),
             },
         );
-    let out = match checked {
+    let mut out = match checked {
         Ok(out) => out,
         Err(e) => {
             restore(br, ds.tables);
@@ -1313,9 +1320,14 @@ pub(super) fn flow_mods(
     // moves, keeping its counters.
     let mut drafts = ds.tables.into_iter();
     while let Some(d) = drafts.next() {
-        if let Err(e) = d.apply(br) {
-            restore(br, drafts);
-            return Err(e);
+        let t = d.table;
+        match d.apply(br) {
+            Ok(true) => out.reordered_tables[usize::from(t / 64)] |= 1 << (t % 64),
+            Ok(false) => {}
+            Err(e) => {
+                restore(br, drafts);
+                return Err(e);
+            }
         }
     }
     Ok(out)
