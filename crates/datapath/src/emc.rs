@@ -111,6 +111,9 @@ pub struct Emc {
     last_on: bool,
     /// The megaflow table's `used_words_generation` the entries were hashed under.
     words_gen: u64,
+    /// Whether the batch [`Emc::worth_it`] last admitted belongs to a trial (a batch it turned
+    /// away because of the megaflow table's shape does not, whatever the phase).
+    timed: bool,
     replace_tick: u32,
 }
 
@@ -126,6 +129,7 @@ impl Emc {
             without: (0, 0),
             last_on: true,
             words_gen: 0,
+            timed: false,
             replace_tick: 0,
         }
     }
@@ -135,6 +139,7 @@ impl Emc {
     /// stage's cycles with [`Emc::account`].
     #[inline]
     pub fn worth_it(&mut self, megaflows: &MegaflowTable) -> bool {
+        self.timed = false;
         if self.mode == EmcMode::Off || megaflows.n_subtables() <= 1 {
             return false;
         }
@@ -154,6 +159,7 @@ impl Emc {
             Phase::Decided { left: 0, .. } => self.phase = Phase::Warm { left: WARM_BATCHES },
             _ => {}
         }
+        self.timed = matches!(self.phase, Phase::With { .. } | Phase::Without { .. });
         match &mut self.phase {
             Phase::Warm { left } => {
                 *left -= 1;
@@ -171,7 +177,7 @@ impl Emc {
     /// Whether the batch just admitted by [`Emc::worth_it`] is timed (a trial's).
     #[inline]
     pub fn timing(&self) -> bool {
-        matches!(self.phase, Phase::With { .. } | Phase::Without { .. })
+        self.timed
     }
 
     /// Reports the lookup stage of a timed batch: `cycles` for `packets` packets.
@@ -412,6 +418,25 @@ mod tests {
         // The traffic changes: the next trial turns it off again.
         assert_eq!(trial(&mut emc, &t, 200 * 32, 150 * 32), 0);
         assert!(emc.is_off());
+    }
+
+    #[test]
+    fn batches_with_one_subtable_are_not_timed() {
+        let (t, _) = table_with_two_masks();
+        let mut one = MegaflowTable::new();
+        let mut m = FlowKey::default();
+        m.set(fields::DL_TYPE, u128::MAX);
+        one.insert(&key(1), &m);
+        let mut emc = Emc::new(64, EmcMode::Auto);
+        for _ in 0..WARM_BATCHES {
+            emc.worth_it(&t);
+        }
+        assert!(emc.worth_it(&t) && emc.timing());
+        emc.account(100, 32);
+        // The megaflows shrink to one mask mid-trial: those batches are neither used nor timed.
+        assert!(!emc.worth_it(&one));
+        assert!(!emc.timing());
+        assert!(emc.worth_it(&t) && emc.timing());
     }
 
     #[test]
