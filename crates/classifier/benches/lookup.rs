@@ -14,17 +14,12 @@ use std::time::Duration;
 
 use classifier::{Batch, Classifier};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use packet::key::FlowKey;
-
 fn load(w: &gen::Workload) -> Classifier<u64> {
     let mut cls = Classifier::new();
-    let mut b = Batch::new();
-    for (i, (m, p)) in w.rules.iter().enumerate() {
-        b.insert(*m, *p, 0, i as u64);
-    }
-    cls.commit(b).expect("generated rules are valid");
+    gen::fill(&mut cls, &w.rules);
     cls
 }
+use packet::key::FlowKey;
 
 fn lookups(c: &mut Criterion) {
     let mut g = c.benchmark_group("lookup");

@@ -17,18 +17,13 @@ mod gen;
 use std::hint::black_box;
 use std::time::Instant;
 
-use classifier::{Batch, Classifier, Reader};
-use packet::key::FlowKey;
-
+use classifier::{Classifier, Reader};
 fn load(w: &gen::Workload) -> Classifier<u64> {
     let mut cls = Classifier::new();
-    let mut b = Batch::new();
-    for (i, (m, p)) in w.rules.iter().enumerate() {
-        b.insert(*m, *p, 0, i as u64);
-    }
-    cls.commit(b).expect("generated rules are valid");
+    gen::fill(&mut cls, &w.rules);
     cls
 }
+use packet::key::FlowKey;
 
 fn slice(reader: &Reader<u64>, keys: &[FlowKey], n: usize, batch: bool, wc: bool) -> f64 {
     let mut i = 0;

@@ -180,16 +180,22 @@ fn check_agreement(seed: u64, n_rules: usize, n_prios: u32, prefixes: &[KeyField
 const V4_PREFIXES: [KeyField; 2] = [fields::NW_DST, fields::NW_SRC];
 const ALL_PREFIXES: [KeyField; 3] = [fields::NW_DST, fields::NW_SRC, fields::IPV6_SRC];
 
-/// Checks the consulted-bits contract on random packets.
-fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let rules = rand_rules(&mut rng, n_rules, 4);
+/// A classifier with tries on `prefixes` holding `rules` (rule `i` with payload `i`).
+fn committed(rules: &[(Match, u32)], prefixes: &[KeyField]) -> Classifier<u64> {
     let mut cls = Classifier::with_prefixes(prefixes).unwrap();
     let mut b = Batch::new();
     for (i, (m, p)) in rules.iter().enumerate() {
         b.insert(*m, *p, 0, i as u64);
     }
     cls.commit(b).unwrap();
+    cls
+}
+
+/// Checks the consulted-bits contract on random packets.
+fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let rules = rand_rules(&mut rng, n_rules, 4);
+    let cls = committed(&rules, prefixes);
     let snap = cls.snapshot();
     for _ in 0..60 {
         let p = if rng.gen_bool(0.5) && !rules.is_empty() {
@@ -233,12 +239,7 @@ fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
 fn check_batch_equals_single(seed: u64, n_rules: usize, n_prios: u32, prefixes: &[KeyField]) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let rules = rand_rules(&mut rng, n_rules, n_prios);
-    let mut cls = Classifier::with_prefixes(prefixes).unwrap();
-    let mut b = Batch::new();
-    for (i, (m, p)) in rules.iter().enumerate() {
-        b.insert(*m, *p, 0, i as u64);
-    }
-    cls.commit(b).unwrap();
+    let cls = committed(&rules, prefixes);
     let snap = cls.snapshot();
     for size in [0usize, 1, 31, 32, 33, 70] {
         let keys: Vec<FlowKey> = (0..size)

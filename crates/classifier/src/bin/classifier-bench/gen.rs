@@ -22,6 +22,15 @@ pub struct Workload {
 /// Number of lookup keys per kind (as OVS's benchmark: twice its 8192 flow values).
 pub const N_KEYS: usize = 16384;
 
+/// Commits `rules` into `cls` as one batch (rule `i` with payload `i`).
+pub fn fill(cls: &mut classifier::Classifier<u64>, rules: &[(Match, u32)]) {
+    let mut b = classifier::Batch::new();
+    for (i, (m, p)) in rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    cls.commit(b).expect("generated rules are valid");
+}
+
 fn five_tuple(src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> FlowKey {
     let mut k = FlowKey::default();
     k.set_dl_type(0x0800);

@@ -278,12 +278,8 @@ fn lookup_points(
 /// Loads `rules` as one batch and replays it onto the other version, so that neither is timed
 /// later.
 fn load(rules: &[(openflow::Match, u32)]) -> Classifier<u64> {
-    let mut cls: Classifier<u64> = new_cls();
-    let mut b = Batch::new();
-    for (i, (m, p)) in rules.iter().enumerate() {
-        b.insert(*m, *p, 0, i as u64);
-    }
-    cls.commit(b).expect("valid");
+    let mut cls = new_cls();
+    gen::fill(&mut cls, rules);
     cls.commit(Batch::new()).expect("empty batch");
     cls
 }
