@@ -437,18 +437,24 @@ impl Bridge {
 
     /// Every rule with its table, in table order.
     fn rules(&self) -> Vec<(u8, Arc<Rule<Arc<OfRule>>>)> {
-        let mut out = Vec::new();
-        for (i, t) in self.tables.iter().enumerate() {
-            if let Some(t) = t {
-                let id = u8::try_from(i).unwrap_or(u8::MAX);
-                let snap = t.snapshot();
-                let mut rs: Vec<_> = snap.rules().cloned().collect();
-                rs.sort_by_key(|r| (std::cmp::Reverse(r.priority()), r.seq()));
-                out.extend(rs.into_iter().map(|r| (id, r)));
-            }
-        }
-        out
+        rules_of(&self.tables)
     }
+}
+
+/// Every rule of `tables` with its table: in table order, then by priority (highest first)
+/// and insertion order.
+fn rules_of(tables: &[Option<OfTable>]) -> Vec<(u8, Arc<Rule<Arc<OfRule>>>)> {
+    let mut out = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
+        if let Some(t) = t {
+            let id = u8::try_from(i).unwrap_or(u8::MAX);
+            let snap = t.snapshot();
+            let mut rs: Vec<_> = snap.rules().cloned().collect();
+            rs.sort_by_key(|r| (std::cmp::Reverse(r.priority()), r.seq()));
+            out.extend(rs.into_iter().map(|r| (id, r)));
+        }
+    }
+    out
 }
 
 /// One MAC learning entry as `fdb/show` lists it.

@@ -54,17 +54,7 @@ impl RefBridge {
     }
 
     pub(super) fn rules(&self) -> Vec<(u8, Arc<Rule<Arc<OfRule>>>)> {
-        let mut out = Vec::new();
-        for (i, t) in self.tables.iter().enumerate() {
-            if let Some(t) = t {
-                let id = u8::try_from(i).unwrap_or(u8::MAX);
-                let snap = t.snapshot();
-                let mut rs: Vec<_> = snap.rules().cloned().collect();
-                rs.sort_by_key(|r| (std::cmp::Reverse(r.priority()), r.seq()));
-                out.extend(rs.into_iter().map(|r| (id, r)));
-            }
-        }
-        out
+        super::rules_of(&self.tables)
     }
 
     /// The old `expire_flows`: removes the rules, leaves the subtable order as it was.
