@@ -10,7 +10,9 @@
 //! Points: 262,144 rules into an empty classifier as one `Batch`, the same through
 //! `commit_with`, and a 100,000-rule batch into a table of 162,144 rules (the commit, then
 //! its replay onto the other version at the next commit). One line each: the median of
-//! `--reps` fresh classifiers.
+//! `--reps` fresh classifiers. `--random` takes random 5-tuples (as `classifier-bench`'s
+//! `exact` set) instead of `flowdef.py`'s; `--only-batch` runs only the 100,000-rule batch;
+//! `--batch N` makes it N rules (into a table of 362,144 - 2N rules, at most 162,144).
 
 #![allow(missing_docs)]
 
@@ -46,6 +48,29 @@ fn rule(i: u32) -> Match {
     m
 }
 
+/// A random exact 5-tuple (as `classifier-bench`'s `exact` set: addresses in 10/8, random
+/// source ports), distinct for distinct `i` with high probability.
+fn random_rule(rng: &mut rand::rngs::SmallRng) -> Match {
+    use rand::Rng;
+    let mut m = Match::catch_all();
+    m.set_exact(fields::DL_TYPE, 0x0800);
+    m.set_exact(fields::NW_PROTO, [6u128, 17][rng.gen_range(0..2)]);
+    m.set_exact(
+        fields::NW_SRC,
+        u128::from(0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff)),
+    );
+    m.set_exact(
+        fields::NW_DST,
+        u128::from(0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff)),
+    );
+    m.set_exact(fields::TP_SRC, u128::from(rng.gen_range(1024..u16::MAX)));
+    m.set_exact(
+        fields::TP_DST,
+        [80u128, 443, 53, 22, 8080][rng.gen_range(0..5)],
+    );
+    m
+}
+
 /// (wall seconds, CPU seconds) of `f`.
 fn timed(f: impl FnOnce()) -> (f64, f64) {
     let (t, c) = (Instant::now(), cpu());
@@ -58,45 +83,74 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+fn usage() -> ! {
+    eprintln!("usage: commit_cpu [--reps N] [--random] [--only-batch] [--batch N]");
+    std::process::exit(2);
+}
+
+/// All of `rules` into an empty classifier, as one `Batch` (`pts[0]`) and through
+/// `commit_with` (`pts[1]`).
+fn full_table(rules: &[Match], pts: &mut [Vec<(f64, f64)>; 4]) {
+    let mut cls: Classifier<u64> = Classifier::new();
+    let mut b = Batch::new();
+    for (i, m) in rules.iter().enumerate() {
+        b.insert(*m, 100, 0, i as u64);
+    }
+    pts[0].push(timed(|| {
+        cls.commit(b).expect("valid rules");
+    }));
+    drop(cls);
+    let mut cls: Classifier<u64> = Classifier::new();
+    pts[1].push(timed(|| {
+        cls.commit_with(|ops| {
+            ops.reserve(rules.len());
+            for (i, m) in rules.iter().enumerate() {
+                ops.insert(m, 100, 0, i as u64);
+            }
+        })
+        .expect("valid rules");
+    }));
+}
+
 fn main() {
     let mut reps = 5;
+    let mut random = false;
+    let mut only_batch = false;
+    let mut batch: Option<u32> = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        match (a.as_str(), it.next().and_then(|v| v.parse().ok())) {
-            ("--reps", Some(n)) => reps = n,
-            _ => {
-                eprintln!("usage: commit_cpu [--reps N]");
-                std::process::exit(2);
-            }
+        match a.as_str() {
+            "--random" => random = true,
+            "--only-batch" => only_batch = true,
+            "--batch" => match it.next().and_then(|v| v.parse().ok()) {
+                Some(n) => batch = Some(n),
+                None => usage(),
+            },
+            "--reps" => match it.next().and_then(|v| v.parse().ok()) {
+                Some(n) => reps = n,
+                None => usage(),
+            },
+            _ => usage(),
         }
     }
     let n_full = 262_144u32;
-    let n_batch = 100_000u32;
-    let rules: Vec<Match> = (0..n_full + n_batch).map(rule).collect();
+    let n_batch = batch.unwrap_or(100_000);
+    let rules: Vec<Match> = if random {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        (0..n_full + n_batch)
+            .map(|_| random_rule(&mut rng))
+            .collect()
+    } else {
+        (0..n_full + n_batch).map(rule).collect()
+    };
     let _ = FlowKey::default;
     let mut pts: [Vec<(f64, f64)>; 4] = Default::default();
     for _ in 0..reps {
-        let mut cls: Classifier<u64> = Classifier::new();
-        let mut b = Batch::new();
-        for (i, m) in rules[..n_full as usize].iter().enumerate() {
-            b.insert(*m, 100, 0, i as u64);
+        if !only_batch {
+            full_table(&rules[..n_full as usize], &mut pts);
         }
-        pts[0].push(timed(|| {
-            cls.commit(b).expect("valid rules");
-        }));
-        drop(cls);
-        let mut cls: Classifier<u64> = Classifier::new();
-        pts[1].push(timed(|| {
-            cls.commit_with(|ops| {
-                ops.reserve(n_full as usize);
-                for (i, m) in rules[..n_full as usize].iter().enumerate() {
-                    ops.insert(m, 100, 0, i as u64);
-                }
-            })
-            .expect("valid rules");
-        }));
-        drop(cls);
-        let base = (n_full + n_batch) as usize - 200_000;
+        let base = (n_full + n_batch) as usize - 200_000.min(2 * n_batch as usize);
         let mut cls: Classifier<u64> = Classifier::new();
         let mut b = Batch::new();
         for (i, m) in rules[..base].iter().enumerate() {
@@ -122,6 +176,22 @@ fn main() {
         )
     };
     let rate = |n: u32, s: f64| f64::from(n) / s / 1e6;
+    let into = (n_full + n_batch) as usize - 200_000.min(2 * n_batch as usize);
+    println!(
+        "rules: {}",
+        if random {
+            "random 5-tuples"
+        } else {
+            "flowdef.py 5-tuples"
+        }
+    );
+    if only_batch {
+        let (w, c) = m(2);
+        println!("{n_batch} into {into}, commit:     wall {w:.3} s, CPU {c:.3} s");
+        let (w, c) = m(3);
+        println!("  its replay at the next commit: wall {w:.3} s, CPU {c:.3} s");
+        return;
+    }
     let (w, c) = m(0);
     println!(
         "262144 into empty, Batch:       wall {w:.3} s = {:.2}M/s, CPU {c:.3} s = {:.2}M/s",
@@ -135,7 +205,7 @@ fn main() {
         rate(n_full, c)
     );
     let (w, c) = m(2);
-    println!("100000 into 162144, commit:     wall {w:.3} s, CPU {c:.3} s");
+    println!("{n_batch} into {into}, commit:     wall {w:.3} s, CPU {c:.3} s");
     let (w, c) = m(3);
     println!("  its replay at the next commit: wall {w:.3} s, CPU {c:.3} s");
 }

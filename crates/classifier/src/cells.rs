@@ -46,6 +46,18 @@ fn tag(hash: u64) -> u8 {
     (hash >> 24) as u8 | 0x80
 }
 
+/// Stores `e` in `cell`, which its tag says is empty, without reading the cell first.
+///
+/// `*cell = Some(e)` would load the cell to drop what it held: for a table larger than the
+/// caches that load is a cache miss the insert waits on (a fifth of a bundle's commit time,
+/// measured), whereas a plain store does not stall. The old value (`None`) is forgotten, so
+/// the compiler drops the load.
+#[inline]
+fn put<E>(cell: &mut Option<E>, e: E) {
+    debug_assert!(cell.is_none(), "storing into an occupied cell");
+    std::mem::forget(cell.replace(e));
+}
+
 impl<E> Cells<E> {
     #[inline]
     fn mask(&self) -> usize {
@@ -123,7 +135,7 @@ impl<E> Cells<E> {
         while self.tags[b] != 0 {
             b = (b + 1) & mask;
         }
-        self.cells[b] = Some(e);
+        put(&mut self.cells[b], e);
         self.tags[b] = tag(hash);
         self.n += 1;
     }
@@ -141,7 +153,7 @@ impl<E> Cells<E> {
             while self.tags[b] != 0 {
                 b = (b + 1) & mask;
             }
-            self.cells[b] = Some(e);
+            put(&mut self.cells[b], e);
             self.tags[b] = tag(hash);
         }
     }

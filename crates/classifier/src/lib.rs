@@ -56,7 +56,9 @@
 //! OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64
 //! bits work too ([`Classifier::with_prefixes`], at most [`MAX_PREFIXES`]). A batch's trie
 //! changes are applied sorted by prefix, and a trie whose nodes changed by a quarter is laid
-//! out again depth-first, so walks touch few cache lines.
+//! out again depth-first, so walks touch few cache lines. A batch that changes a trie by an
+//! eighth of its size or more builds it again instead, in one sequential pass over the merged
+//! sorted prefixes (a walk per prefix costs cache misses; the pass costs none).
 //!
 //! **Versioned updates** (the left-right pattern, in safe Rust on [`arc_swap`]). Two
 //! versions of the rule set exist; readers look up in the published one without locks. A

@@ -210,6 +210,24 @@ impl<T> Rule<T> {
         Match::new(self.value_key(), self.mask.key)
     }
 
+    /// The rule's (masked) value of field `f`, as `self.value_key().get(f)` without building
+    /// the key.
+    pub(crate) fn field_value(&self, f: KeyField) -> u128 {
+        let word = |w: usize| {
+            self.mask
+                .idx
+                .iter()
+                .position(|i| usize::from(*i) == w)
+                .map_or(0, |p| self.values.as_slice()[p])
+        };
+        let w = usize::from(f.word);
+        if f.width > 64 {
+            (u128::from(word(w)) << 64) | u128::from(word(w + 1))
+        } else {
+            u128::from(word(w) >> f.shift) & (u128::MAX >> (128 - u32::from(f.width)))
+        }
+    }
+
     /// The rule's (masked) value as a full key.
     pub(crate) fn value_key(&self) -> FlowKey {
         let mut k = FlowKey::default();

@@ -781,3 +781,23 @@ fn remove_wide_rules_any_order_keeps_others() {
     }
     assert!(cls.is_empty());
 }
+
+/// A rule's field values, read from its value words, are those of its match.
+#[test]
+fn rule_field_values_are_those_of_its_match() {
+    let mut rng = SmallRng::seed_from_u64(13);
+    let mut cls: Classifier<u64> = Classifier::new();
+    for i in 0..500u64 {
+        cls.insert(rand_match(&mut rng), 1, 0, i).unwrap();
+    }
+    let snap = cls.snapshot();
+    let mut n = 0;
+    for r in snap.rules() {
+        let m = r.match_();
+        for f in packet::key::fields::ALL {
+            assert_eq!(r.field_value(*f), m.value().get(*f), "{} of {m:?}", f.name);
+            n += 1;
+        }
+    }
+    assert!(n > 0);
+}

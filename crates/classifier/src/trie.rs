@@ -332,7 +332,7 @@ impl Trie {
     /// subtrees within a page) once a quarter of the nodes changed since the last time, so
     /// that a walk touches few cache lines and pages. Amortised O(1) per change.
     pub(crate) fn maybe_relayout(&mut self) {
-        let live = self.nodes.len() - self.free.len();
+        let live = self.n_live();
         if self.n_changes >= 64 && self.n_changes * 4 >= live {
             self.relayout();
         }
@@ -368,6 +368,70 @@ impl Trie {
         self.nodes = nodes;
         self.free.clear();
         self.root = root;
+    }
+
+    /// Live nodes (prefixes and forks).
+    pub(crate) fn n_live(&self) -> usize {
+        self.nodes.len() - self.free.len()
+    }
+
+    /// Applies `changes` (net count changes per prefix, sorted by `(bits, len)`, each prefix
+    /// once) by building the trie again from the merged, sorted list of its prefixes, laid out
+    /// depth-first as [`Trie::relayout`] does: linear in the trie's size plus the changes, and
+    /// sequential, where inserting many prefixes one by one costs a walk (a few cache misses)
+    /// each. The result is the same trie (path-compressed tries are canonical). The new nodes
+    /// go into the old arena's memory (fresh memory costs a page fault per 4 KB). Returns
+    /// `false`, and leaves the trie unchanged, if a change would take a prefix's count below
+    /// zero (an internal inconsistency the caller reports).
+    pub(crate) fn rebuild_with(&mut self, changes: &[(u128, u8, i64)]) -> bool {
+        let mut merged: Vec<(u128, u8, u32)> = Vec::with_capacity(self.n_live() + changes.len());
+        let mut changes = changes.iter().peekable();
+        let mut push = |bits: u128, len: u8, mut n: i64| -> bool {
+            while let Some(&&(cb, cl, d)) = changes.peek() {
+                if (cb, cl) > (bits, len) {
+                    break;
+                }
+                changes.next();
+                if (cb, cl) == (bits, len) {
+                    n += d;
+                } else if !keep(&mut merged, cb, cl, d) {
+                    return false;
+                }
+            }
+            keep(&mut merged, bits, len, n)
+        };
+        // The old prefixes in `(bits, len)` order: a pre-order walk (a node, then its 0 side,
+        // then its 1 side) visits them in exactly that order, since a node's prefix,
+        // zero-padded, is at most any prefix below it and the 0 side sorts first.
+        let mut stack: Vec<u32> = Vec::new();
+        if self.root != NIL {
+            stack.push(self.root);
+        }
+        while let Some(at) = stack.pop() {
+            let node = &self.nodes[at as usize];
+            if node.count > 0 && !push(node.bits(), node.len, i64::from(node.count)) {
+                return false;
+            }
+            for b in [1, 0] {
+                if node.child[b] != NIL {
+                    stack.push(node.child[b]);
+                }
+            }
+        }
+        // Changes past the last old prefix.
+        if !push(u128::MAX, u8::MAX, 0) {
+            return false;
+        }
+        self.nodes.clear();
+        self.nodes.reserve(2 * merged.len());
+        self.root = if merged.is_empty() {
+            NIL
+        } else {
+            build(&merged, &mut self.nodes)
+        };
+        self.free.clear();
+        self.n_changes = 0;
+        true
     }
 
     /// Walks the trie along `bits` (a left-aligned address of `width` bits) to the end.
@@ -412,17 +476,77 @@ impl Trie {
         }
     }
 
-    /// Live nodes.
-    #[cfg(test)]
-    pub(crate) fn n_nodes(&self) -> usize {
-        self.nodes.len() - self.free.len()
-    }
-
     /// Bytes held by the node arena.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.free.capacity() * std::mem::size_of::<u32>()
     }
+}
+
+/// Appends `(bits, len, n)` to `merged` if `n` is positive; false if it is negative.
+fn keep(merged: &mut Vec<(u128, u8, u32)>, bits: u128, len: u8, n: i64) -> bool {
+    if n < 0 {
+        return false;
+    }
+    if n > 0 {
+        merged.push((bits, len, u32::try_from(n).unwrap_or(u32::MAX)));
+    }
+    true
+}
+
+/// Appends to `nodes`, in pre-order, the path-compressed trie of `items` (distinct prefixes
+/// with counts, sorted by `(bits, len)`, not empty), and returns its root.
+fn build(items: &[(u128, u8, u32)], nodes: &mut Vec<Node>) -> u32 {
+    // `lcp[i]`: the longest common prefix of items `i - 1` and `i` (as bit strings of their
+    // lengths). A byte each, so the scans below stay in cache where the items would not.
+    let mut lcp = vec![0u8; items.len()];
+    for i in 1..items.len() {
+        let (a, la, _) = items[i - 1];
+        let (b, lb, _) = items[i];
+        lcp[i] = common_len(a, b, la.min(lb));
+    }
+    build_range(items, &lcp, 0, items.len(), nodes)
+}
+
+/// The node for `items[lo..hi]` (see [`build`]) and, below it, its subtrees.
+///
+/// The node's prefix is the items' longest common prefix, the smallest `lcp` inside the range
+/// (for sorted strings, a prefix sorts right before what extends it). Only the first item
+/// can end there; the others split by their next bit, and the first item of the 1 side is the
+/// one whose `lcp` with its predecessor is that smallest value (inside the 0 side they share
+/// one bit more).
+fn build_range(
+    items: &[(u128, u8, u32)],
+    lcp: &[u8],
+    lo: usize,
+    hi: usize,
+    nodes: &mut Vec<Node>,
+) -> u32 {
+    let (fb, fl, fc) = items[lo];
+    let len = lcp[lo + 1..hi].iter().copied().min().unwrap_or(fl);
+    let (count, rest) = if fl == len { (fc, lo + 1) } else { (0, lo) };
+    let at = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
+    nodes.push(Node {
+        bits: split(fb & prefix_mask(len)),
+        len,
+        count,
+        child: [NIL; 2],
+    });
+    if rest < hi {
+        // Every item of `rest..hi` is longer than `len`, so bit `len` exists.
+        let ones = match lcp[rest + 1..hi].iter().rposition(|l| *l == len) {
+            Some(p) => rest + 1 + p,
+            None if bit(items[rest].0, len) == 0 => hi,
+            None => rest,
+        };
+        for (side, (a, b)) in [(0, (rest, ones)), (1, (ones, hi))] {
+            if a < b {
+                let c = build_range(items, lcp, a, b, nodes);
+                nodes[at as usize].child[side] = c;
+            }
+        }
+    }
+    at
 }
 
 #[cfg(test)]
@@ -464,7 +588,7 @@ mod tests {
         for (b, l) in ps {
             assert!(t.remove(b, l));
         }
-        assert_eq!(t.n_nodes(), 0);
+        assert_eq!(t.n_live(), 0);
         assert!(!t.remove(ps[0].0, ps[0].1));
     }
 
@@ -502,7 +626,7 @@ mod tests {
                 items.sort_unstable();
             }
             b.insert_sorted(&items);
-            proptest::prop_assert_eq!(a.n_nodes(), b.n_nodes());
+            proptest::prop_assert_eq!(a.n_live(), b.n_live());
             for (x, noise) in probes {
                 let v = u128::from(addr(x) ^ (noise & 0xff)) << 96;
                 let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
@@ -518,7 +642,62 @@ mod tests {
                     proptest::prop_assert!(b.remove(*p, *l));
                 }
             }
-            proptest::prop_assert_eq!(b.n_nodes(), 0);
+            proptest::prop_assert_eq!(b.n_live(), 0);
+        }
+
+        /// A rebuild with net changes gives the same trie as applying them one by one: same
+        /// nodes, same answers (lengths and examined bits), and the same trie after further
+        /// incremental changes.
+        #[test]
+        fn rebuild_with_agrees_with_incremental_changes(
+            first in proptest::collection::vec((0u32..64, 1u8..=32), 0..60),
+            changes in proptest::collection::vec((0u32..64, 1u8..=32, -2i64..3), 0..60),
+            probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
+        ) {
+            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
+            let mut a = Trie::default();
+            let mut counts: std::collections::BTreeMap<(u128, u8), i64> = Default::default();
+            for (x, len) in &first {
+                let (p, l) = v4(addr(*x), *len);
+                a.insert(p, l);
+                *counts.entry((p, l)).or_default() += 1;
+            }
+            let mut b = a.clone();
+            // Net changes, clamped so that no count goes below zero.
+            let mut net: std::collections::BTreeMap<(u128, u8), i64> = Default::default();
+            for (x, len, d) in &changes {
+                let (p, l) = v4(addr(*x), *len);
+                let have = counts.get(&(p, l)).copied().unwrap_or(0) + net.get(&(p, l)).copied().unwrap_or(0);
+                *net.entry((p, l)).or_default() += (*d).max(-have);
+            }
+            let list: Vec<(u128, u8, i64)> = net.iter().map(|((p, l), d)| (*p, *l, *d)).collect();
+            for (p, l, d) in &list {
+                for _ in 0..d.unsigned_abs() {
+                    if *d > 0 {
+                        a.insert(*p, *l);
+                    } else {
+                        proptest::prop_assert!(a.remove(*p, *l));
+                    }
+                }
+            }
+            proptest::prop_assert!(b.rebuild_with(&list));
+            proptest::prop_assert_eq!(a.n_live(), b.n_live());
+            for (x, noise) in &probes {
+                let v = u128::from(addr(*x) ^ (noise & 0xff)) << 96;
+                let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
+                proptest::prop_assert_eq!(ma.lens, mb.lens);
+                proptest::prop_assert_eq!(ma.examined, mb.examined);
+            }
+            // The rebuilt trie takes further changes like the other.
+            for (x, len) in &first {
+                let (p, l) = v4(addr(*x), *len);
+                proptest::prop_assert_eq!(a.remove(p, l), b.remove(p, l));
+            }
+            proptest::prop_assert_eq!(a.n_live(), b.n_live());
+            // A change below zero is refused and changes nothing.
+            let n = b.n_live();
+            proptest::prop_assert!(!b.rebuild_with(&[(v4(addr(1), 3).0, 3, -1_000)]));
+            proptest::prop_assert_eq!(b.n_live(), n);
         }
 
         /// The trie agrees with a list of prefixes, and every address that agrees with the
@@ -572,7 +751,7 @@ mod tests {
             for (b, l) in list {
                 proptest::prop_assert!(t.remove(b, l));
             }
-            proptest::prop_assert_eq!(t.n_nodes(), 0);
+            proptest::prop_assert_eq!(t.n_live(), 0);
         }
     }
 }
