@@ -2,6 +2,7 @@
 //! (the same as `ferrovs-bench insert`).
 
 fn main() -> anyhow::Result<()> {
+    datapath::mem::retain_freed_memory();
     let a: Vec<String> = std::env::args().skip(1).collect();
     let mut o = bench::insert::InsertOptions::default();
     if let Some(v) = a.first() {

@@ -80,6 +80,8 @@ pub mod exec;
 pub mod flows;
 pub mod megaflow;
 #[allow(unsafe_code)]
+pub mod mem;
+#[allow(unsafe_code)]
 pub mod netdev;
 pub mod ofproto;
 pub mod pcap;

@@ -11,7 +11,10 @@
 //! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
 //! `--no-lookup` (only the build, insert and batch lines), `--no-tries` (no prefix tries; default
 //! `nw_dst,nw_src`), `--hugepages` (re-runs itself with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so
-//! that malloc asks for transparent huge pages; the OVS child inherits it), `--api
+//! that malloc asks for transparent huge pages; the OVS child inherits it), `--malloc-default`
+//! (glibc's default malloc policy instead of the daemon's, which keeps freed memory: by default the
+//! tool re-runs itself with
+//! `GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...`), `--api
 //! single|batch|both` (default both: one `lookup` per key, or one `lookup_batch` per 32 keys),
 //! `--commit-with` (the `batch` line commits through `Classifier::commit_with`, operations
 //! given one at a time as the pipeline's bundles do, instead of a `Batch`), `--reader-cpu N`
@@ -42,6 +45,7 @@ struct Args {
     with_ovs: Option<String>,
     insert: bool,
     hugepages: bool,
+    malloc_default: bool,
     apis: Vec<Api>,
     reader_cpu: Option<usize>,
     commit_with: bool,
@@ -57,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
         with_ovs: None,
         insert: true,
         hugepages: false,
+        malloc_default: false,
         apis: vec![Api::Single, Api::Batch],
         reader_cpu: None,
         commit_with: false,
@@ -76,13 +81,14 @@ fn parse_args() -> Result<Args, String> {
             "--no-lookup" => a.apis.clear(),
             "--no-tries" => NO_TRIES.store(true, Ordering::Relaxed),
             "--hugepages" => a.hugepages = true,
+            "--malloc-default" => a.malloc_default = true,
             "--api" => a.apis = Api::parse(&val()?)?,
             "--reader-cpu" => a.reader_cpu = Some(num(&val()?)?),
             "--commit-with" => a.commit_with = true,
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--hugepages] [--api single|batch|both] [--reader-cpu N] [--commit-with]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--hugepages] [--malloc-default] [--api single|batch|both] [--reader-cpu N] [--commit-with]"
                         .into(),
                 )
             }
@@ -520,13 +526,23 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if args.hugepages && std::env::var_os("GLIBC_TUNABLES").is_none() {
+    // The daemon's memory policy (`datapath::mem::retain_freed_memory`: malloc keeps what is
+    // freed, so growing tables reuse it instead of faulting in fresh pages), set through glibc's
+    // tunables by running again; the OVS child inherits it. `--malloc-default` keeps glibc's.
+    if std::env::var_os("GLIBC_TUNABLES").is_none() && (args.hugepages || !args.malloc_default) {
+        let mut tunables = Vec::new();
+        if !args.malloc_default {
+            tunables.push("glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647");
+        }
+        if args.hugepages {
+            tunables.push("glibc.malloc.hugetlb=1");
+        }
         let exe = std::env::current_exe().expect("own executable path");
         let status = Command::new(exe)
             .args(std::env::args_os().skip(1))
-            .env("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
+            .env("GLIBC_TUNABLES", tunables.join(":"))
             .status()
-            .expect("re-run with huge pages");
+            .expect("re-run with glibc tunables");
         std::process::exit(status.code().unwrap_or(1));
     }
     println!("# classifier-bench: {args:?}");
