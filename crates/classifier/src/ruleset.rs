@@ -460,15 +460,30 @@ impl<T> RuleSet<T> {
     }
 }
 
-/// Sorts trie changes by `(prefix, length)`. A prefix of a field at most 120 bits wide leaves
-/// the low byte of its left-aligned `u128` zero, so the length fits there and one integer key
-/// sorts (for IPv4, the top 64 bits hold both): a third of the time of a tuple sort.
+/// Sorts trie changes by `(prefix, length)`. A prefix of a field at most 48 bits wide sits in
+/// the top of the upper half of its left-aligned `u128`, so the prefix, its length (bits 8-15)
+/// and the change (bits 0-7) pack into one `u64` whose order is the wanted one: sorting those
+/// takes a third of the time of sorting the tuples. Wider fields sort the tuples.
 fn sort_prefixes(v: &mut [(u128, u8, i8)], width: u8) {
-    if width <= 56 {
-        #[allow(clippy::cast_possible_truncation)] // The top half, where a narrow field sits.
-        v.sort_unstable_by_key(|(bits, len, _)| (*bits >> 64) as u64 | u64::from(*len));
-    } else if width <= 120 {
-        v.sort_unstable_by_key(|(bits, len, _)| *bits | u128::from(*len));
+    if width <= 48 {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Packed on purpose.
+        let mut packed: Vec<u64> = v
+            .iter()
+            .map(|(bits, len, d)| {
+                ((*bits >> 64) as u64) | u64::from(*len) << 8 | u64::from(*d as u8)
+            })
+            .collect();
+        packed.sort_unstable();
+        for (o, p) in v.iter_mut().zip(&packed) {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // Unpacking.
+            {
+                *o = (
+                    u128::from(p & !0xffff) << 64,
+                    ((p >> 8) & 0xff) as u8,
+                    (p & 0xff) as u8 as i8,
+                );
+            }
+        }
     } else {
         v.sort_unstable_by_key(|(bits, len, _)| (*bits, *len));
     }
@@ -476,4 +491,33 @@ fn sort_prefixes(v: &mut [(u128, u8, i8)], width: u8) {
 
 fn mask_id(m: &Arc<Mask>) -> usize {
     Arc::as_ptr(m) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Packed or not, trie changes come out sorted by (prefix, length), none lost.
+        #[test]
+        fn sort_prefixes_sorts_by_prefix_then_length(
+            items in proptest::collection::vec((0u32..8, 0u8..=32, proptest::bool::ANY), 0..200),
+            wide in proptest::bool::ANY,
+        ) {
+            let width = if wide { 128 } else { 32 };
+            let mut v: Vec<(u128, u8, i8)> = items
+                .iter()
+                .map(|(a, len, add)| {
+                    let bits = (u128::from(a.wrapping_mul(0x2000_0001)) << 96) & prefix_mask(*len);
+                    (bits, *len, if *add { 1 } else { -1 })
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_unstable();
+            sort_prefixes(&mut v, width);
+            proptest::prop_assert!(v.windows(2).all(|w| (w[0].0, w[0].1) <= (w[1].0, w[1].1)));
+            v.sort_unstable();
+            proptest::prop_assert_eq!(v, want);
+        }
+    }
 }

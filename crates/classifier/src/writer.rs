@@ -134,7 +134,14 @@ impl<T> Batch<T> {
 }
 
 /// Checks what can be checked without the table: the mask's bits and the prerequisites.
+#[cfg(any(test, feature = "test-utils"))]
 pub(crate) fn validate(m: &Match) -> Result<(), Error> {
+    validate_mask(m)?;
+    m.check_prerequisites().map_err(Error::Prerequisite)
+}
+
+/// The first half of [`validate`]: no mask bit outside the fields.
+fn validate_mask(m: &Match) -> Result<(), Error> {
     static VALID: std::sync::OnceLock<FlowKey> = std::sync::OnceLock::new();
     let valid = VALID.get_or_init(FlowKey::valid_bits);
     for (w, (bits, ok)) in m.mask().words.iter().zip(valid.words.iter()).enumerate() {
@@ -143,7 +150,7 @@ pub(crate) fn validate(m: &Match) -> Result<(), Error> {
             return Err(Error::InvalidMask { word: w, bits: bad });
         }
     }
-    m.check_prerequisites().map_err(Error::Prerequisite)
+    Ok(())
 }
 
 /// The classifier's writer: owns the rules, commits batches, hands out [`Reader`]s.
@@ -159,6 +166,9 @@ pub struct Classifier<T> {
     /// The mask interned last (also in `masks`).
     last_mask: Option<Arc<Mask>>,
     masks_pruned_at: usize,
+    /// The mask and [`Match::prereq_bits`] of the last match whose prerequisites held: the
+    /// prerequisite check depends on these alone, and a batch's matches mostly share them.
+    last_valid: Option<(FlowKey, u32)>,
     prefixes: Arc<[PrefixField]>,
     next_seq: u64,
 }
@@ -231,6 +241,7 @@ impl<T> Classifier<T> {
             masks: HashMap::default(),
             last_mask: None,
             masks_pruned_at: 0,
+            last_valid: None,
             prefixes,
             next_seq: 0,
         })
@@ -360,7 +371,7 @@ impl<T> Classifier<T> {
                 | Op::Remove { rule_match, .. } => rule_match,
                 Op::Clear => continue,
             };
-            validate(m).map_err(|e| e.at(index))?;
+            self.validate(m).map_err(|e| e.at(index))?;
         }
         self.sync_spare();
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(batch.ops.len());
@@ -414,6 +425,23 @@ impl<T> Classifier<T> {
         }
     }
 
+    /// [`validate`], skipping the prerequisite check when the mask and prerequisite bits are
+    /// those of the last match that passed it (the check costs several times the comparison).
+    fn validate(&mut self, m: &Match) -> Result<(), Error> {
+        validate_mask(m)?;
+        let bits = m.prereq_bits();
+        if self
+            .last_valid
+            .as_ref()
+            .is_some_and(|(mask, b)| *b == bits && mask == m.mask())
+        {
+            return Ok(());
+        }
+        m.check_prerequisites().map_err(Error::Prerequisite)?;
+        self.last_valid = Some((*m.mask(), bits));
+        Ok(())
+    }
+
     fn intern(&mut self, mask: &FlowKey) -> Arc<Mask> {
         // Rules of a batch mostly share their mask: try the last one before hashing.
         if let Some(m) = &self.last_mask {
@@ -447,7 +475,7 @@ impl<T> Classifier<T> {
     /// words.
     fn prepare(&mut self, m: &Match, check: bool) -> Result<(Arc<Mask>, Values), Error> {
         if check {
-            validate(m)?;
+            self.validate(m)?;
         }
         let mask = self.intern(m.mask());
         let values = Values::new(m.value(), &mask);

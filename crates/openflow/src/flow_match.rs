@@ -329,6 +329,17 @@ impl Match {
         (v & f.full_mask(), m & f.full_mask())
     }
 
+    /// The prerequisites this match's value satisfies, one bit each (in the order of
+    /// `Prereq`'s variants). [`Match::check_prerequisites`] depends on the mask and on these
+    /// bits alone (it reads the value only through [`prereq_ok`]), so a caller checking many
+    /// matches can remember its answers per mask and bits.
+    pub fn prereq_bits(&self) -> u32 {
+        PREREQS
+            .iter()
+            .filter(|p| prereq_ok(&self.value, **p))
+            .fold(0, |bits, p| bits | prereq_bit(*p))
+    }
+
     /// True if the prerequisite `p` holds for this match's values (OVS
     /// `mf_are_match_prereqs_ok`).
     pub fn prereq_ok(&self, p: Prereq) -> bool {
@@ -488,6 +499,51 @@ fn is_nd(k: &FlowKey) -> bool {
         && k.tp_dst() == 0
 }
 
+/// Every prerequisite, in the order of their bits in [`Match::prereq_bits`].
+const PREREQS: [Prereq; 17] = [
+    Prereq::None,
+    Prereq::Ethernet,
+    Prereq::Arp,
+    Prereq::VlanVid,
+    Prereq::Ipv4,
+    Prereq::Ipv6,
+    Prereq::IpAny,
+    Prereq::Mpls,
+    Prereq::Tcp,
+    Prereq::Udp,
+    Prereq::Sctp,
+    Prereq::Icmpv4,
+    Prereq::Icmpv6,
+    Prereq::Nd,
+    Prereq::NdSolicit,
+    Prereq::NdAdvert,
+    Prereq::Ct,
+];
+
+/// The bit of `p` in [`Match::prereq_bits`]; this `match` stops the build when `Prereq` gains a
+/// variant, so that [`PREREQS`] cannot miss one.
+const fn prereq_bit(p: Prereq) -> u32 {
+    1 << match p {
+        Prereq::None => 0,
+        Prereq::Ethernet => 1,
+        Prereq::Arp => 2,
+        Prereq::VlanVid => 3,
+        Prereq::Ipv4 => 4,
+        Prereq::Ipv6 => 5,
+        Prereq::IpAny => 6,
+        Prereq::Mpls => 7,
+        Prereq::Tcp => 8,
+        Prereq::Udp => 9,
+        Prereq::Sctp => 10,
+        Prereq::Icmpv4 => 11,
+        Prereq::Icmpv6 => 12,
+        Prereq::Nd => 13,
+        Prereq::NdSolicit => 14,
+        Prereq::NdAdvert => 15,
+        Prereq::Ct => 16,
+    }
+}
+
 /// True if the prerequisite `p` holds for the key (or match value) `k`.
 pub fn prereq_ok(k: &FlowKey, p: Prereq) -> bool {
     match p {
@@ -537,6 +593,13 @@ mod tests {
     use packet::key::fields;
 
     use super::*;
+
+    #[test]
+    fn prereqs_are_listed_at_their_bits() {
+        for (i, p) in PREREQS.iter().enumerate() {
+            assert_eq!(prereq_bit(*p), 1 << i, "{p:?}");
+        }
+    }
 
     fn f(n: &str) -> &'static Field {
         Field::by_name(n).expect("field exists")

@@ -53,7 +53,6 @@ use std::sync::{Arc, OnceLock};
 
 use classifier::{Ops, Rule};
 use openflow::action::Action;
-use openflow::field::Prereq;
 use openflow::flow::FlowFlags;
 use openflow::Match;
 use packet::key::FlowKey;
@@ -157,61 +156,6 @@ pub(super) fn validate_match(m: &Match) -> Result<(), String> {
     m.check_prerequisites().map_err(|e| e.to_string())
 }
 
-/// Every prerequisite, in the order of their bits in [`prereq_bits`].
-const PREREQS: [Prereq; 17] = [
-    Prereq::None,
-    Prereq::Ethernet,
-    Prereq::Arp,
-    Prereq::VlanVid,
-    Prereq::Ipv4,
-    Prereq::Ipv6,
-    Prereq::IpAny,
-    Prereq::Mpls,
-    Prereq::Tcp,
-    Prereq::Udp,
-    Prereq::Sctp,
-    Prereq::Icmpv4,
-    Prereq::Icmpv6,
-    Prereq::Nd,
-    Prereq::NdSolicit,
-    Prereq::NdAdvert,
-    Prereq::Ct,
-];
-
-/// The bit of `p` in [`prereq_bits`]; this `match` stops the build when `Prereq` gains a
-/// variant, so that [`PREREQS`] cannot miss one.
-const fn prereq_bit(p: Prereq) -> u32 {
-    1 << match p {
-        Prereq::None => 0,
-        Prereq::Ethernet => 1,
-        Prereq::Arp => 2,
-        Prereq::VlanVid => 3,
-        Prereq::Ipv4 => 4,
-        Prereq::Ipv6 => 5,
-        Prereq::IpAny => 6,
-        Prereq::Mpls => 7,
-        Prereq::Tcp => 8,
-        Prereq::Udp => 9,
-        Prereq::Sctp => 10,
-        Prereq::Icmpv4 => 11,
-        Prereq::Icmpv6 => 12,
-        Prereq::Nd => 13,
-        Prereq::NdSolicit => 14,
-        Prereq::NdAdvert => 15,
-        Prereq::Ct => 16,
-    }
-}
-
-/// The prerequisites `m`'s value satisfies, one bit each. [`validate_match`] depends on
-/// the mask and on these alone: `Match::check_prerequisites` reads the value only through
-/// `prereq_ok` (a property test holds the two to it).
-fn prereq_bits(m: &Match) -> u32 {
-    PREREQS
-        .iter()
-        .filter(|p| m.prereq_ok(**p))
-        .fold(0, |bits, p| bits | prereq_bit(*p))
-}
-
 /// One mask of a table.
 #[derive(Debug, Clone)]
 struct MaskRec {
@@ -225,7 +169,7 @@ struct MaskRec {
     catch_all: bool,
     /// The words it constrains, in key order.
     words: Box<[u8]>,
-    /// [`validate_match`] of matches with this mask, by [`prereq_bits`] of their value.
+    /// [`validate_match`] of matches with this mask, by [`Match::prereq_bits`] of their value.
     checks: Vec<(u32, bool)>,
     /// The journal holds the counts as they were before the bundle.
     saved: bool,
@@ -350,9 +294,9 @@ impl TableMeta {
     }
 
     /// True if `m`, of mask `mask` (an index into `masks`), passes [`validate_match`];
-    /// remembered per mask and [`prereq_bits`].
+    /// remembered per mask and [`Match::prereq_bits`].
     fn valid(&mut self, mask: u32, m: &Match) -> bool {
-        let bits = prereq_bits(m);
+        let bits = m.prereq_bits();
         let checks = &mut self.masks[mask as usize].checks;
         if let Some((_, ok)) = checks.iter().find(|(b, _)| *b == bits) {
             return *ok;
@@ -1493,13 +1437,6 @@ mod tests {
                     ident_hash(&m, p)
                 );
             }
-        }
-    }
-
-    #[test]
-    fn prereqs_are_listed_at_their_bits() {
-        for (i, p) in PREREQS.iter().enumerate() {
-            assert_eq!(prereq_bit(*p), 1 << i, "{p:?}");
         }
     }
 }
