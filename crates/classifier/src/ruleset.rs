@@ -22,6 +22,12 @@ pub const BATCH: usize = 32;
 /// (smaller in tests, so that the proptests' small batches take both paths).
 const REBUILD_MIN: usize = if cfg!(test) { 4 } else { 64 };
 
+/// True if `changes` prefix changes to a trie of `live` nodes are better made by building the
+/// trie again (an eighth of its size or more).
+fn rebuilds(changes: usize, live: usize) -> bool {
+    changes >= REBUILD_MIN && changes * 8 >= live
+}
+
 /// A change the writer has resolved against the current rules; it cannot fail.
 #[derive(Debug)]
 pub(crate) enum Prim<T> {
@@ -353,6 +359,21 @@ impl<T> RuleSet<T> {
         }
     }
 
+    /// [`RuleSet::finish_batch`] after replaying the primitives `published` got in its last
+    /// batch, `published` now holding the same rules: a trie whose changes are large enough
+    /// that the batch built it again is copied from `published` instead (a copy of the nodes,
+    /// where building costs a merge, a sort and a pass).
+    pub(crate) fn finish_replay(&mut self, published: &RuleSet<T>) {
+        for (t, trie) in self.tries.iter_mut().enumerate() {
+            let pending = &mut self.trie_pending[t];
+            if rebuilds(pending.len(), trie.n_live()) {
+                trie.copy_from(&published.tries[t]);
+                pending.clear();
+            }
+        }
+        self.finish_batch();
+    }
+
     /// Re-sorts the subtables by highest priority after a batch of primitives.
     pub(crate) fn finish_batch(&mut self) {
         self.apply_trie_pending();
@@ -427,7 +448,7 @@ impl<T> RuleSet<T> {
                 }
             }
             nets.retain(|n| n.2 != 0);
-            if nets.len() >= REBUILD_MIN && nets.len() * 8 >= trie.n_live() {
+            if rebuilds(nets.len(), trie.n_live()) {
                 let ok = trie.rebuild_with(&nets);
                 debug_assert!(ok, "trie out of sync");
                 continue;

@@ -416,12 +416,13 @@ impl<T> Classifier<T> {
             }
             spins = spins.saturating_add(1);
         }
+        let published = self.shared.load_full();
         let spare = Arc::get_mut(&mut self.spare).expect("checked above");
         if !self.pending.is_empty() {
             for p in self.pending.drain(..) {
                 spare.apply(&p);
             }
-            spare.finish_batch();
+            spare.finish_replay(&published);
         }
     }
 
