@@ -357,7 +357,7 @@ impl Trie {
             }
             nodes.push(Node {
                 child: [NIL; 2],
-                ..node.clone()
+                ..*node
             });
             if parent == NIL {
                 root = new;
