@@ -79,7 +79,6 @@ pub mod exec;
 #[cfg(feature = "test-utils")]
 pub mod flows;
 pub mod megaflow;
-#[allow(unsafe_code)]
 pub mod mem;
 #[allow(unsafe_code)]
 pub mod netdev;
