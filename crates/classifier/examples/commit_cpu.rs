@@ -12,7 +12,9 @@
 //! its replay onto the other version at the next commit). One line each: the median of
 //! `--reps` fresh classifiers. `--random` takes random 5-tuples (as `classifier-bench`'s
 //! `exact` set) instead of `flowdef.py`'s; `--only-batch` runs only the 100,000-rule batch;
-//! `--batch N` makes it N rules (into a table of 362,144 - 2N rules, at most 162,144).
+//! `--bundles N` instead
+//! commits all 262,144 rules in commits of N, as `ferrovs-bench insert` does; `--batch N` makes it
+//! N rules (into a table of 362,144 - 2N rules, at most 162,144).
 
 #![allow(missing_docs)]
 
@@ -84,7 +86,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: commit_cpu [--reps N] [--random] [--only-batch] [--batch N]");
+    eprintln!("usage: commit_cpu [--reps N] [--random] [--only-batch] [--batch N] [--bundles N]");
     std::process::exit(2);
 }
 
@@ -117,11 +119,16 @@ fn main() {
     let mut random = false;
     let mut only_batch = false;
     let mut batch: Option<u32> = None;
+    let mut bundles: Option<usize> = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--random" => random = true,
             "--only-batch" => only_batch = true,
+            "--bundles" => match it.next().and_then(|v| v.parse().ok()) {
+                Some(n) => bundles = Some(n),
+                None => usage(),
+            },
             "--batch" => match it.next().and_then(|v| v.parse().ok()) {
                 Some(n) => batch = Some(n),
                 None => usage(),
@@ -145,6 +152,35 @@ fn main() {
         (0..n_full + n_batch).map(rule).collect()
     };
     let _ = FlowKey::default;
+    if let Some(size) = bundles {
+        // 262,144 rules in commits of `size` through `commit_with`, as `ferrovs-bench insert`
+        // commits its bundles (without the pipeline and the traffic).
+        let mut v = Vec::new();
+        for _ in 0..reps {
+            let mut cls: Classifier<u64> = Classifier::new();
+            v.push(timed(|| {
+                for chunk in rules[..n_full as usize].chunks(size.max(1)) {
+                    cls.commit_with(|ops| {
+                        ops.reserve(chunk.len());
+                        for m in chunk {
+                            ops.insert(m, 100, 0, 0);
+                        }
+                    })
+                    .expect("valid rules");
+                }
+            }));
+        }
+        let (w, c) = (
+            median(v.iter().map(|p| p.0).collect()),
+            median(v.iter().map(|p| p.1).collect()),
+        );
+        println!(
+            "262144 in commits of {size}: wall {w:.3} s = {:.2}M/s, CPU {c:.3} s = {:.2}M/s",
+            f64::from(n_full) / w / 1e6,
+            f64::from(n_full) / c / 1e6
+        );
+        return;
+    }
     let mut pts: [Vec<(f64, f64)>; 4] = Default::default();
     for _ in 0..reps {
         if !only_batch {

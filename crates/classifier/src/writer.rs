@@ -420,7 +420,7 @@ impl<T> Classifier<T> {
         let spare = Arc::get_mut(&mut self.spare).expect("checked above");
         if !self.pending.is_empty() {
             for p in self.pending.drain(..) {
-                spare.apply(&p);
+                spare.apply_owned(p);
             }
             spare.finish_replay(&published);
         }
