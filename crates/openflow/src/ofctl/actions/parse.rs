@@ -209,7 +209,9 @@ pub(crate) fn parse_subfield_shown(s: &str, shown: &str) -> Result<Subfield, Err
         return Err(err(format!(
             "{shown}: starting bit {start} is after ending bit {end}"
         )));
-    } else if start >= n_bits {
+    } else if start < 0 || start >= n_bits {
+        // A negative start (`[-2..95]`) is refused here as `Subfield::parse_prefix` does (OVS
+        // takes it as a huge unsigned offset and fails later, in `mf_check_dst`).
         return Err(err(format!(
             "{shown}: starting bit {start} is not valid because field is only {n_bits} bits wide"
         )));

@@ -1106,3 +1106,19 @@ proptest! {
         let _ = parse_with(&s, &m(0x0800, 6));
     }
 }
+
+/// A negative starting bit is refused with a message, not taken as a huge offset (found by the
+/// `ofctl_parse` fuzz target: `load` shifted its mask by 65534 bits and panicked).
+#[test]
+fn regression_subfield_negative_start_is_an_error() {
+    let ip = m(0x0800, 0);
+    for s in [
+        "load:0x1234567890ABCDEF->NXM_NX_CT_LABEL[-2..95]",
+        "load:1->NXM_NX_REG0[-1..3]",
+        "move:NXM_NX_REG0[-1..3]->NXM_NX_REG1[0..4]",
+        "ct(commit,exec(load(0x1234567890ABCDEF->NXM_NX_CT_LABEL[-2..95])))",
+    ] {
+        let e = err_of(s, &ip);
+        assert!(e.contains("starting bit -"), "{s}: {e}");
+    }
+}
