@@ -503,9 +503,11 @@ impl<T> RuleSet<T> {
 /// Sorts trie changes by `(prefix, length)`. A prefix of a field at most 48 bits wide sits in
 /// the top of the upper half of its left-aligned `u128`, so the prefix, its length (bits 8-15)
 /// and the change (bits 0-7) pack into one `u64` whose order is the wanted one: sorting those
-/// takes a third of the time of sorting the tuples. Wider fields sort the tuples.
+/// takes a third of the time of sorting the tuples. Wider fields, and fewer than 32 changes,
+/// sort the tuples.
 fn sort_prefixes(v: &mut [(u128, u8, i8)], width: u8) {
-    if width <= 48 {
+    // A few changes (a single-rule commit) sort in place, without the packed copy.
+    if width <= 48 && v.len() >= 32 {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Packed on purpose.
         let mut packed: Vec<u64> = v
             .iter()
