@@ -197,7 +197,8 @@ impl OfDatapath {
         let (out, gen) = {
             let mut sw = self.switch.write().unwrap_or_else(PoisonError::into_inner);
             let out = sw.flow_mods(bridge, mods)?;
-            (out.clone(), self.dp.publish(with_reordered(change, &out)))
+            let gen = self.dp.publish(with_reordered(change, &out));
+            (out, gen)
         };
         self.dp.wait_ack(gen);
         Ok(out)
