@@ -244,13 +244,16 @@ impl Emc {
     /// The flow cached for `key` (with hash `hash`), checked against the megaflow table.
     #[inline]
     pub fn lookup(&self, hash: u32, key: &FlowKey, megaflows: &MegaflowTable) -> Option<FlowId> {
+        self.candidate(hash)
+            .filter(|flow| megaflows.covers(*flow, key))
+    }
+
+    /// The flow in `hash`'s slot if the slot holds `hash`, not yet checked against the
+    /// megaflow table.
+    #[inline(always)]
+    fn candidate(&self, hash: u32) -> Option<FlowId> {
         let v = self.entries[self.slot(hash)];
-        if v != 0 && (v >> 32) as u32 == hash {
-            let flow = slot_flow(v);
-            megaflows.covers(flow, key).then_some(flow)
-        } else {
-            None
-        }
+        (v != 0 && (v >> 32) as u32 == hash).then(|| slot_flow(v))
     }
 
     /// Looks up a batch: `found[i]` becomes the flow cached for `keys[i]` (hash `hashes[i]`)
@@ -275,10 +278,9 @@ impl Emc {
         }
         let mut cand = [FlowId::MAX; BATCH_SIZE];
         for i in 0..n {
-            let v = self.entries[self.slot(hashes[i])];
-            if v != 0 && (v >> 32) as u32 == hashes[i] {
-                cand[i] = slot_flow(v);
-                megaflows.prefetch_slot(cand[i]);
+            if let Some(f) = self.candidate(hashes[i]) {
+                cand[i] = f;
+                megaflows.prefetch_slot(f);
             }
         }
         for &f in cand[..n].iter().filter(|f| **f != FlowId::MAX) {

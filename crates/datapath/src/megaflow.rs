@@ -39,25 +39,30 @@ pub type FlowId = u32;
 /// The hash of a key's words under a mask (a multiply-rotate mix, finished with an avalanche).
 #[inline(always)]
 pub(crate) fn hash_masked(key: &FlowKey, idx: &[u8], mask: &[u64], basis: u64) -> u32 {
-    let mut h = basis;
-    for (i, m) in idx.iter().zip(mask) {
-        let w = key.words[usize::from(*i)] & m;
-        h = (h.rotate_left(23) ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    h ^= h >> 32;
-    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    h ^= h >> 32;
-    // The low 32 bits after the avalanche.
-    (h & 0xffff_ffff) as u32
+    let h = idx.iter().zip(mask).fold(basis, |h, (i, m)| {
+        mix_word(h, key.words[usize::from(*i)] & m)
+    });
+    finish_hash(h)
 }
 
 /// The hash of a key's words `idx` (unmasked; see [`hash_masked`]).
 #[inline(always)]
 pub(crate) fn hash_words(key: &FlowKey, idx: &[u8], basis: u64) -> u32 {
-    let mut h = basis;
-    for i in idx {
-        h = (h.rotate_left(23) ^ key.words[usize::from(*i)]).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
+    let h = idx
+        .iter()
+        .fold(basis, |h, i| mix_word(h, key.words[usize::from(*i)]));
+    finish_hash(h)
+}
+
+/// One step of [`hash_masked`] and [`hash_words`]: mixes word `w` into `h`.
+#[inline(always)]
+fn mix_word(h: u64, w: u64) -> u64 {
+    (h.rotate_left(23) ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The avalanche that ends [`hash_masked`] and [`hash_words`]; the low 32 bits after it.
+#[inline(always)]
+fn finish_hash(mut h: u64) -> u32 {
     h ^= h >> 32;
     h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
     h ^= h >> 32;
