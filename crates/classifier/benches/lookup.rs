@@ -14,11 +14,6 @@ use std::time::Duration;
 
 use classifier::{Batch, Classifier};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-fn load(w: &gen::Workload) -> Classifier<u64> {
-    let mut cls = Classifier::new();
-    gen::fill(&mut cls, &w.rules);
-    cls
-}
 use packet::key::FlowKey;
 
 fn lookups(c: &mut Criterion) {
@@ -31,7 +26,7 @@ fn lookups(c: &mut Criterion) {
             } else {
                 gen::mixed(n, 20, 1)
             };
-            let cls = load(&w);
+            let cls = gen::load(&w);
             let reader = cls.reader();
             for (kind, keys) in [("hit", &w.hits), ("miss", &w.misses)] {
                 for wc in [false, true] {

@@ -17,12 +17,7 @@ mod gen;
 use std::hint::black_box;
 use std::time::Instant;
 
-use classifier::{Classifier, Reader};
-fn load(w: &gen::Workload) -> Classifier<u64> {
-    let mut cls = Classifier::new();
-    gen::fill(&mut cls, &w.rules);
-    cls
-}
+use classifier::Reader;
 use packet::key::FlowKey;
 
 fn slice(reader: &Reader<u64>, keys: &[FlowKey], n: usize, batch: bool, wc: bool) -> f64 {
@@ -95,7 +90,7 @@ fn main() {
         }
     };
     let (ws, wl) = (gen(small), gen(large));
-    let (cs, cl) = (load(&ws), load(&wl));
+    let (cs, cl) = (gen::load(&ws), gen::load(&wl));
     let (rs, rl) = (cs.reader(), cl.reader());
     let n = 131_072;
     for batch in [false, true] {

@@ -22,13 +22,27 @@ pub struct Workload {
 /// Number of lookup keys per kind (as OVS's benchmark: twice its 8192 flow values).
 pub const N_KEYS: usize = 16384;
 
-/// Commits `rules` into `cls` as one batch (rule `i` with payload `i`).
-pub fn fill(cls: &mut classifier::Classifier<u64>, rules: &[(Match, u32)]) {
+/// `rules` as one batch of inserts (rule `i` with payload `i`).
+pub fn batch(rules: &[(Match, u32)]) -> classifier::Batch<u64> {
     let mut b = classifier::Batch::new();
     for (i, (m, p)) in rules.iter().enumerate() {
         b.insert(*m, *p, 0, i as u64);
     }
-    cls.commit(b).expect("generated rules are valid");
+    b
+}
+
+/// Commits `rules` into `cls` as one batch (rule `i` with payload `i`).
+pub fn fill(cls: &mut classifier::Classifier<u64>, rules: &[(Match, u32)]) {
+    cls.commit(batch(rules)).expect("generated rules are valid");
+}
+
+/// A classifier with the default prefix fields holding `w`'s rules (for the criterion
+/// benches and `lookup_pairs`; `classifier-bench` makes its own, with `--no-tries`).
+#[allow(dead_code)]
+pub fn load(w: &Workload) -> classifier::Classifier<u64> {
+    let mut cls = classifier::Classifier::new();
+    fill(&mut cls, &w.rules);
+    cls
 }
 
 fn five_tuple(src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> FlowKey {

@@ -140,10 +140,7 @@ fn new_cls() -> Classifier<u64> {
 
 fn build(w: &Workload) -> (Classifier<u64>, Duration) {
     let mut cls = new_cls();
-    let mut b = Batch::new();
-    for (i, (m, p)) in w.rules.iter().enumerate() {
-        b.insert(*m, *p, 0, i as u64);
-    }
+    let b = gen::batch(&w.rules);
     let t = Instant::now();
     cls.commit(b).expect("generated rules are valid");
     (cls, t.elapsed())
