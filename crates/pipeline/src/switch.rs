@@ -357,10 +357,7 @@ impl OfRule {
 
     /// Counts one packet of `n_bytes` bytes.
     pub fn credit(&self, n_bytes: u64) {
-        self.counters().n_packets.fetch_add(1, Ordering::Relaxed);
-        self.counters()
-            .n_bytes
-            .fetch_add(n_bytes, Ordering::Relaxed);
+        self.credit_many(1, n_bytes);
     }
 
     /// Counts `n_packets` packets of `n_bytes` bytes in all (the datapath crediting a
