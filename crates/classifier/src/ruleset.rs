@@ -81,6 +81,10 @@ pub struct RuleSet<T> {
     /// sorted by [`RuleSet::finish_batch`] so that consecutive walks share their upper path in
     /// cache.
     trie_pending: Vec<Vec<(u128, u8, i8)>>,
+    /// The net trie changes of the last batch, per trie, in prefix order: a replay of that
+    /// batch onto the other version applies them as they are ([`RuleSet::finish_replay`])
+    /// instead of reading every rule's prefix again and sorting.
+    last_nets: Vec<Vec<(u128, u8, i64)>>,
     prefixes: Arc<[PrefixField]>,
     seed: u64,
     n_rules: usize,
@@ -95,6 +99,7 @@ impl<T> RuleSet<T> {
             order: Vec::new(),
             tries: prefixes.iter().map(|_| Trie::default()).collect(),
             trie_pending: prefixes.iter().map(|_| Vec::new()).collect(),
+            last_nets: prefixes.iter().map(|_| Vec::new()).collect(),
             prefixes,
             seed,
             n_rules: 0,
@@ -341,10 +346,23 @@ impl<T> RuleSet<T> {
     /// [`RuleSet::apply`] of a primitive given away (a replay's): its rule moves into the
     /// table, which saves an atomic increment and decrement of the rule's count per rule.
     pub(crate) fn apply_owned(&mut self, p: Prim<T>) {
+        self.apply_prim(p, true);
+    }
+
+    /// A primitive of the batch `published` got last, replayed on this version: as
+    /// [`RuleSet::apply_owned`], but the tries are brought up to date by
+    /// [`RuleSet::finish_replay`] from `published`'s net changes.
+    pub(crate) fn replay_owned(&mut self, p: Prim<T>) {
+        self.apply_prim(p, false);
+    }
+
+    fn apply_prim(&mut self, p: Prim<T>, tries: bool) {
         match p {
             Prim::Insert(r) => {
                 let i = self.subtable_for(&r.mask);
-                self.trie_update(&r, true);
+                if tries {
+                    self.trie_update(&r, true);
+                }
                 let st = self.subtables[i].as_mut().expect("just made");
                 st.insert(r, self.seed);
                 self.n_rules += 1;
@@ -361,7 +379,9 @@ impl<T> RuleSet<T> {
                 }
                 let empty = st.n_rules == 0;
                 self.n_rules -= 1;
-                self.trie_update(&r, false);
+                if tries {
+                    self.trie_update(&r, false);
+                }
                 if empty {
                     self.subtables[i as usize] = None;
                     self.by_mask.remove(&mask_id(&r.mask));
@@ -378,17 +398,30 @@ impl<T> RuleSet<T> {
         }
     }
 
-    /// [`RuleSet::finish_batch`] after replaying the primitives `published` got in its last
-    /// batch, `published` now holding the same rules: a trie whose changes are large enough
-    /// that the batch built it again is copied from `published` instead (a copy of the nodes,
-    /// where building costs a merge, a sort and a pass).
+    /// [`RuleSet::finish_batch`] after replaying ([`RuleSet::replay_owned`]) the primitives
+    /// `published` got in its last batch, `published` now holding the same rules. Each trie
+    /// takes `published`'s net changes of that batch, already sorted; a trie whose changes
+    /// were large enough that the batch built it again is copied from `published` instead
+    /// (a copy of the nodes, where building costs a merge and a pass).
     pub(crate) fn finish_replay(&mut self, published: &RuleSet<T>) {
+        let mut adds = Vec::new();
         for (t, trie) in self.tries.iter_mut().enumerate() {
-            let pending = &mut self.trie_pending[t];
-            if rebuilds(pending.len(), trie.n_live()) {
-                trie.copy_from(&published.tries[t]);
-                pending.clear();
+            let nets = &published.last_nets[t];
+            debug_assert!(
+                self.trie_pending[t].is_empty(),
+                "a replay pushes no trie change"
+            );
+            if nets.is_empty() {
+                continue;
             }
+            if rebuilds(nets.len(), trie.n_live()) {
+                trie.copy_from(&published.tries[t]);
+            } else {
+                apply_nets(trie, nets, &mut adds);
+            }
+        }
+        for nets in &mut self.last_nets {
+            nets.clear();
         }
         self.finish_batch();
     }
@@ -449,17 +482,19 @@ impl<T> RuleSet<T> {
     /// merged prefix list ([`Trie::rebuild_with`]): sequential work over the whole trie, but no
     /// walk per prefix and no later re-layout. Smaller changes walk from a finger
     /// ([`Trie::insert_sorted`]), which costs little when the prefixes are close together.
+    /// The net changes are kept ([`RuleSet::finish_replay`] applies them to the other
+    /// version).
     fn apply_trie_pending(&mut self) {
-        let mut nets: Vec<(u128, u8, i64)> = Vec::new();
         let mut adds: Vec<(u128, u8, u32)> = Vec::new();
         for (t, trie) in self.tries.iter_mut().enumerate() {
             let pending = &mut self.trie_pending[t];
+            let nets = &mut self.last_nets[t];
+            nets.clear();
             if pending.is_empty() {
                 continue;
             }
             sort_prefixes(pending, self.prefixes[t].field.width);
             // Net change per (prefix, length), in order.
-            nets.clear();
             for (bits, len, d) in pending.drain(..) {
                 match nets.last_mut() {
                     Some(last) if (last.0, last.1) == (bits, len) => last.2 += i64::from(d),
@@ -468,23 +503,11 @@ impl<T> RuleSet<T> {
             }
             nets.retain(|n| n.2 != 0);
             if rebuilds(nets.len(), trie.n_live()) {
-                let ok = trie.rebuild_with(&nets);
+                let ok = trie.rebuild_with(nets);
                 debug_assert!(ok, "trie out of sync");
                 continue;
             }
-            // Removals first, then the additions in prefix order from a finger.
-            adds.clear();
-            for &(bits, len, net) in &nets {
-                if net > 0 {
-                    adds.push((bits, len, u32::try_from(net).unwrap_or(u32::MAX)));
-                }
-                for _ in 0..(-net).max(0) {
-                    let found = trie.remove(bits, len);
-                    debug_assert!(found, "trie out of sync");
-                }
-            }
-            trie.insert_sorted(&adds);
-            trie.maybe_relayout();
+            apply_nets(trie, nets, &mut adds);
         }
     }
 
@@ -498,6 +521,23 @@ impl<T> RuleSet<T> {
         }
         n + self.tries.iter().map(Trie::heap_bytes).sum::<usize>()
     }
+}
+
+/// Applies net trie changes in prefix order to `trie`: the removals, then the additions from
+/// a finger ([`Trie::insert_sorted`]); `adds` is scratch space.
+fn apply_nets(trie: &mut Trie, nets: &[(u128, u8, i64)], adds: &mut Vec<(u128, u8, u32)>) {
+    adds.clear();
+    for &(bits, len, net) in nets {
+        if net > 0 {
+            adds.push((bits, len, u32::try_from(net).unwrap_or(u32::MAX)));
+        }
+        for _ in 0..(-net).max(0) {
+            let found = trie.remove(bits, len);
+            debug_assert!(found, "trie out of sync");
+        }
+    }
+    trie.insert_sorted(adds);
+    trie.maybe_relayout();
 }
 
 /// Sorts trie changes by `(prefix, length)`. A prefix of a field at most 48 bits wide sits in

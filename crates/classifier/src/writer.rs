@@ -420,7 +420,7 @@ impl<T> Classifier<T> {
         let spare = Arc::get_mut(&mut self.spare).expect("checked above");
         if !self.pending.is_empty() {
             for p in self.pending.drain(..) {
-                spare.apply_owned(p);
+                spare.replay_owned(p);
             }
             spare.finish_replay(&published);
         }
@@ -487,15 +487,16 @@ impl<T> Classifier<T> {
         Arc::get_mut(&mut self.spare).expect("spare is synced and unshared")
     }
 
-    fn prim_insert(
+    /// A new rule (the next in insertion order).
+    fn new_rule(
         &mut self,
         (mask, values): (Arc<Mask>, Values),
         priority: u32,
         cookie: u64,
         payload: T,
-    ) -> Prim<T> {
+    ) -> Rule<T> {
         let seq = self.next_seq;
-        let probe = Rule {
+        Rule {
             rank: rank(priority, seq),
             priority,
             seq,
@@ -504,7 +505,17 @@ impl<T> Classifier<T> {
             values,
             stats: Arc::default(),
             payload,
-        };
+        }
+    }
+
+    fn prim_insert(
+        &mut self,
+        mv: (Arc<Mask>, Values),
+        priority: u32,
+        cookie: u64,
+        payload: T,
+    ) -> Prim<T> {
+        let probe = self.new_rule(mv, priority, cookie, payload);
         let old = self
             .spare_mut()
             .find_exact(&probe.mask, probe.values.as_slice(), priority)
@@ -523,6 +534,19 @@ impl<T> Classifier<T> {
                 Prim::Insert(Arc::new(probe))
             }
         }
+    }
+
+    /// [`Classifier::prim_insert`] of a rule known to be new.
+    fn prim_new(
+        &mut self,
+        mv: (Arc<Mask>, Values),
+        priority: u32,
+        cookie: u64,
+        payload: T,
+    ) -> Prim<T> {
+        let rule = self.new_rule(mv, priority, cookie, payload);
+        self.next_seq += 1;
+        Prim::Insert(Arc::new(rule))
     }
 
     fn prim_modify(
@@ -712,6 +736,34 @@ impl<T> Ops<'_, T> {
             .cls
             .prepare(rule_match, self.check)
             .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload));
+        self.done(r)
+    }
+
+    /// [`Op::Insert`] of a rule the caller knows to be new: no rule with this match and
+    /// priority is in the table or earlier in this commit (a writer that keeps its own view
+    /// of the rules, as the pipeline's bundles do). It skips the search for the rule to
+    /// replace. Breaking the promise leaves two rules of one identity (a lookup gives one of
+    /// them; each removal takes one); debug builds check it.
+    pub fn insert_new(
+        &mut self,
+        rule_match: &Match,
+        priority: u32,
+        cookie: u64,
+        payload: T,
+    ) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        let r = self.cls.prepare(rule_match, self.check).map(|mv| {
+            debug_assert!(
+                self.cls
+                    .spare_mut()
+                    .find_exact(&mv.0, mv.1.as_slice(), priority)
+                    .is_none(),
+                "insert_new of a rule already present"
+            );
+            self.cls.prim_new(mv, priority, cookie, payload)
+        });
         self.done(r)
     }
 

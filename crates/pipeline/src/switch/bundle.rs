@@ -1109,7 +1109,7 @@ impl<'m> TableDraft<'m> {
                     let p = o.payload();
                     let rule = rule.unwrap_or_else(|| Arc::new(OfRule::same_rule(p)));
                     let priority = meta.class_priority(mask, p.priority());
-                    if !put(ops, &o.match_(), priority, rule, Some(&o)) {
+                    if !put(ops, &o.match_(), priority, rule, Some(&o), false) {
                         return;
                     }
                 }
@@ -1117,6 +1117,9 @@ impl<'m> TableDraft<'m> {
                     let slot = &mut slots[s as usize];
                     let m = slot.flow_match(mods);
                     let priority = meta.class_priority(slot.mask, slot.priority);
+                    // No live rule has this identity (`TableDraft::live`) and no other
+                    // version of it commits: the classifier need not look for one.
+                    let new = slot.orig.is_none() && slot.n_alive() == 1;
                     let ver = slot.ver_mut(v);
                     if !ver.alive {
                         continue;
@@ -1130,7 +1133,7 @@ impl<'m> TableDraft<'m> {
                             inherit(&mut rule, o);
                         }
                     }
-                    if !put(ops, &m, priority, rule, slot.orig.as_ref()) {
+                    if !put(ops, &m, priority, rule, slot.orig.as_ref(), new) {
                         return;
                     }
                 }
@@ -1146,19 +1149,23 @@ impl<'m> TableDraft<'m> {
 }
 
 /// Puts `rule` with match `m` at classifier priority `priority`: a modify if `orig` (the
-/// live rule of the same identity) stays at that priority, else an insert. False if the
-/// commit failed.
+/// live rule of the same identity) stays at that priority, else an insert (of a rule the
+/// classifier does not hold, if `new`). False if the commit failed.
 fn put(
     ops: &mut Ops<'_, Arc<OfRule>>,
     m: &Match,
     priority: u32,
     rule: Arc<OfRule>,
     orig: Option<&LiveRule>,
+    new: bool,
 ) -> bool {
     if orig.is_some_and(|o| o.priority() == priority) {
-        ops.modify(m, priority, rule)
+        return ops.modify(m, priority, rule);
+    }
+    let cookie = rule.cookie();
+    if new {
+        ops.insert_new(m, priority, cookie, rule)
     } else {
-        let cookie = rule.cookie();
         ops.insert(m, priority, cookie, rule)
     }
 }
