@@ -74,6 +74,9 @@ pub struct InsertResult {
     pub insert_cpu_secs: f64,
     /// Rules per second of the inserting thread's CPU time.
     pub rules_per_cpu_sec: f64,
+    /// Minor page faults the inserting thread took during the insertion (first touches of
+    /// memory the process had not used before: the tables growing).
+    pub insert_page_faults: u64,
     /// Established flows' rate without insertion, Mpps.
     pub baseline_mpps: f64,
     /// Their rate during the insertion, Mpps.
@@ -122,6 +125,19 @@ fn thread_cpu_secs() -> f64 {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
         .map_or(0.0, |ns| ns as f64 / 1e9)
+}
+
+/// Minor page faults of the calling thread so far (`/proc/thread-self/stat`, field 10), 0 if
+/// unreadable.
+fn thread_minor_faults() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/stat")
+        .ok()
+        .and_then(|s| {
+            // The command name (field 2) may hold spaces: count from the closing parenthesis.
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().nth(7)?.parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 fn total(stats: &[PmdStats]) -> (u64, u64, u64) {
@@ -203,13 +219,19 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
                 .collect::<Vec<FlowMod>>(),
         );
     }
-    let (d0, t1, c1) = (tx(), Instant::now(), thread_cpu_secs());
+    let (d0, t1, c1, f1) = (
+        tx(),
+        Instant::now(),
+        thread_cpu_secs(),
+        thread_minor_faults(),
+    );
     for chunk in bundles {
         of.flow_mods("br0", chunk)
             .map_err(|e| anyhow::anyhow!("inserting: {e}"))?;
     }
     let insert_secs = t1.elapsed().as_secs_f64();
     let insert_cpu_secs = thread_cpu_secs() - c1;
+    let insert_page_faults = thread_minor_faults().saturating_sub(f1);
     let during_mpps = (tx() - d0) as f64 / insert_secs / 1e6;
 
     // Stop the replay, then the PMD, so that every received packet is accounted for.
@@ -231,6 +253,7 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
         } else {
             0.0
         },
+        insert_page_faults,
         baseline_mpps,
         during_mpps,
         ratio: if baseline_mpps > 0.0 {

@@ -183,8 +183,8 @@ fn insert(
         println!("{}", serde_json::to_string(&r)?);
     } else {
         println!(
-            "inserted {} rules in bundles of {} in {:.3} s: {:.0} rules/s ({:.3} s on the inserting thread's CPU: {:.0} rules/s)",
-            r.rules, r.bundle, r.insert_secs, r.rules_per_sec, r.insert_cpu_secs, r.rules_per_cpu_sec
+            "inserted {} rules in bundles of {} in {:.3} s: {:.0} rules/s ({:.3} s on the inserting thread's CPU: {:.0} rules/s; {} page faults)",
+            r.rules, r.bundle, r.insert_secs, r.rules_per_sec, r.insert_cpu_secs, r.rules_per_cpu_sec, r.insert_page_faults
         );
         println!(
             "established flows ({}): {:.2} Mpps before, {:.2} Mpps during the insertion: ratio {:.3}",

@@ -135,12 +135,16 @@ pub struct AddedRules {
 impl AddedRules {
     /// Groups `matches` by mask.
     pub fn new<'a>(matches: impl IntoIterator<Item = &'a Match>) -> AddedRules {
+        let matches = matches.into_iter();
         let mut by_mask: HashMap<FlowKey, usize, KeyHash> = HashMap::default();
         let mut groups: Vec<Group> = Vec::new();
         let mut n_rules = 0;
         // Rules of a bundle mostly come in runs of one mask: compare with the last one before
         // hashing the whole mask.
         let mut last: Option<usize> = None;
+        // The first group is sized for every rule (a bundle of one mask grows nothing);
+        // the others grow as they need.
+        let mut room = matches.size_hint().0;
         for m in matches {
             let g = match last {
                 Some(g) if groups[g].mask == *m.mask() => g,
@@ -149,11 +153,12 @@ impl AddedRules {
                         .filter(|i| m.mask().words[*i] != 0)
                         .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
                         .collect();
+                    let n = std::mem::take(&mut room);
                     groups.push(Group {
+                        values: Vec::with_capacity(n * idx.len()),
+                        hashes: HashSet::with_capacity_and_hasher(n, KeyHash::default()),
                         mask: *m.mask(),
                         idx,
-                        values: Vec::new(),
-                        hashes: HashSet::default(),
                     });
                     groups.len() - 1
                 }),
