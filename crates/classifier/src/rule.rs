@@ -58,11 +58,14 @@ pub(crate) struct Mask {
     /// Prefix length on each configured prefix field; 0 if the field is wildcarded or its
     /// mask is not a CIDR prefix (the trie cannot help this subtable then).
     pub(crate) trie_plens: [u8; MAX_PREFIXES],
+    /// Per stage of [`STAGES`], the tries (bit `t` for prefix field `t`) whose field lies in
+    /// that stage and has a prefix length here: the tries a miss consults at that stage.
+    pub(crate) stage_tries: [u8; STAGES.len()],
 }
 
 impl Mask {
     /// Compiles `key` for the configured prefix fields.
-    pub(crate) fn compile(key: &FlowKey, prefixes: &[KeyField]) -> Mask {
+    pub(crate) fn compile(key: &FlowKey, prefixes: &[crate::PrefixField]) -> Mask {
         let mut idx = Vec::new();
         let mut bits = Vec::new();
         let mut stage_ends = Vec::new();
@@ -81,8 +84,12 @@ impl Mask {
             }
         }
         let mut trie_plens = [0u8; MAX_PREFIXES];
-        for (plen, f) in trie_plens.iter_mut().zip(prefixes) {
-            *plen = prefix_len(key, *f).unwrap_or(0);
+        let mut stage_tries = [0u8; STAGES.len()];
+        for (t, (plen, pf)) in trie_plens.iter_mut().zip(prefixes).enumerate() {
+            *plen = prefix_len(key, pf.field).unwrap_or(0);
+            if *plen != 0 {
+                stage_tries[usize::from(pf.stage)] |= 1 << t;
+            }
         }
         Mask {
             key: *key,
@@ -91,6 +98,7 @@ impl Mask {
             stage_ends: stage_ends.into(),
             stage_ids: stage_ids.into(),
             trie_plens,
+            stage_tries,
         }
     }
 

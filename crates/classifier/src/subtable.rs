@@ -108,11 +108,11 @@ impl TrieCtx<'_> {
     /// address bits the decision needed into `wc` and returns `true`.
     #[inline]
     fn skip(&mut self, m: &Mask, stage: u8, key: &FlowKey, wc: &mut FlowKey) -> bool {
-        for (t, pf) in self.prefixes.iter().enumerate() {
-            let plen = m.trie_plens[t];
-            if plen == 0 || pf.stage != stage {
-                continue;
-            }
+        let mut set = m.stage_tries[usize::from(stage)];
+        while set != 0 {
+            let t = set.trailing_zeros() as usize;
+            set &= set - 1;
+            let (plen, pf) = (m.trie_plens[t], &self.prefixes[t]);
             let width = pf.field.width;
             let res = self.walk(t, key, plen);
             if !res.has_len(plen) {

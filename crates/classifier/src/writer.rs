@@ -454,10 +454,7 @@ impl<T> Classifier<T> {
             self.last_mask = Some(m.clone());
             return m.clone();
         }
-        let m = Arc::new(Mask::compile(
-            mask,
-            &self.prefixes.iter().map(|p| p.field).collect::<Vec<_>>(),
-        ));
+        let m = Arc::new(Mask::compile(mask, &self.prefixes));
         self.masks.insert(*mask, m.clone());
         self.last_mask = Some(m.clone());
         m
