@@ -484,16 +484,19 @@ impl<T> Classifier<T> {
         Arc::get_mut(&mut self.spare).expect("spare is synced and unshared")
     }
 
-    /// A new rule (the next in insertion order).
-    fn new_rule(
+    /// The primitive that inserts a rule, or replaces the one of the same match and
+    /// priority; `known_new`: the caller knows there is none ([`Ops::insert_new`]), so it is
+    /// not searched for (debug builds check).
+    fn prim_insert(
         &mut self,
         (mask, values): (Arc<Mask>, Values),
         priority: u32,
         cookie: u64,
         payload: T,
-    ) -> Rule<T> {
+        known_new: bool,
+    ) -> Prim<T> {
         let seq = self.next_seq;
-        Rule {
+        let probe = Rule {
             rank: rank(priority, seq),
             priority,
             seq,
@@ -502,21 +505,20 @@ impl<T> Classifier<T> {
             values,
             stats: Arc::default(),
             payload,
-        }
-    }
-
-    fn prim_insert(
-        &mut self,
-        mv: (Arc<Mask>, Values),
-        priority: u32,
-        cookie: u64,
-        payload: T,
-    ) -> Prim<T> {
-        let probe = self.new_rule(mv, priority, cookie, payload);
-        let old = self
-            .spare_mut()
-            .find_exact(&probe.mask, probe.values.as_slice(), priority)
-            .cloned();
+        };
+        let old = if known_new {
+            debug_assert!(
+                self.spare_mut()
+                    .find_exact(&probe.mask, probe.values.as_slice(), priority)
+                    .is_none(),
+                "insert_new of a rule already present"
+            );
+            None
+        } else {
+            self.spare_mut()
+                .find_exact(&probe.mask, probe.values.as_slice(), priority)
+                .cloned()
+        };
         match old {
             Some(old) => {
                 let new = Arc::new(Rule {
@@ -531,19 +533,6 @@ impl<T> Classifier<T> {
                 Prim::Insert(Arc::new(probe))
             }
         }
-    }
-
-    /// [`Classifier::prim_insert`] of a rule known to be new.
-    fn prim_new(
-        &mut self,
-        mv: (Arc<Mask>, Values),
-        priority: u32,
-        cookie: u64,
-        payload: T,
-    ) -> Prim<T> {
-        let rule = self.new_rule(mv, priority, cookie, payload);
-        self.next_seq += 1;
-        Prim::Insert(Arc::new(rule))
     }
 
     fn prim_modify(
@@ -580,7 +569,7 @@ impl<T> Classifier<T> {
                 payload,
             } => {
                 let mv = self.prepare(&rule_match, false)?;
-                self.prim_insert(mv, priority, cookie, payload)
+                self.prim_insert(mv, priority, cookie, payload, false)
             }
             Op::Modify {
                 rule_match,
@@ -732,7 +721,7 @@ impl<T> Ops<'_, T> {
         let r = self
             .cls
             .prepare(rule_match, self.check)
-            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload));
+            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload, false));
         self.done(r)
     }
 
@@ -751,16 +740,10 @@ impl<T> Ops<'_, T> {
         if self.failed.is_some() {
             return false;
         }
-        let r = self.cls.prepare(rule_match, self.check).map(|mv| {
-            debug_assert!(
-                self.cls
-                    .spare_mut()
-                    .find_exact(&mv.0, mv.1.as_slice(), priority)
-                    .is_none(),
-                "insert_new of a rule already present"
-            );
-            self.cls.prim_new(mv, priority, cookie, payload)
-        });
+        let r = self
+            .cls
+            .prepare(rule_match, self.check)
+            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload, true));
         self.done(r)
     }
 
@@ -775,7 +758,7 @@ impl<T> Ops<'_, T> {
         let r = self
             .cls
             .prepare(key(&payload), self.check)
-            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload));
+            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload, false));
         self.done(r)
     }
 
