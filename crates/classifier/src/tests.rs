@@ -131,6 +131,16 @@ fn packet_in(rng: &mut SmallRng, m: &Match) -> FlowKey {
     k
 }
 
+/// With probability `p_in` a packet in one of `rules`' matches, else a random packet.
+fn key_near(rng: &mut SmallRng, rules: &[(Match, u32)], p_in: f64) -> FlowKey {
+    if rng.gen_bool(p_in) {
+        let i = rng.gen_range(0..rules.len());
+        packet_in(rng, &rules[i].0)
+    } else {
+        rand_packet(rng)
+    }
+}
+
 fn assert_same(cls: &Classifier<u64>, naive: &Naive<u64>, key: &FlowKey) {
     let got = cls
         .snapshot()
@@ -370,14 +380,7 @@ fn check_interleaved(seed: u64, n_batches: usize) {
         assert_eq!(got, want);
         assert_eq!(cls.len(), naive.len());
         for _ in 0..20 {
-            let key = if rng.gen_bool(0.6) {
-                {
-                    let i = rng.gen_range(0..pool.len());
-                    packet_in(&mut rng, &pool[i].0)
-                }
-            } else {
-                rand_packet(&mut rng)
-            };
+            let key = key_near(&mut rng, &pool, 0.6);
             assert_same(&cls, &naive, &key);
         }
     }
@@ -833,12 +836,7 @@ fn insert_new_agrees_with_naive_on_both_versions() {
         for _ in 0..2 {
             assert_eq!(cls.len(), naive.len());
             for _ in 0..60 {
-                let key = if rng.gen_bool(0.7) {
-                    let i = rng.gen_range(0..rules.len());
-                    packet_in(&mut rng, &rules[i].0)
-                } else {
-                    rand_packet(&mut rng)
-                };
+                let key = key_near(&mut rng, &rules, 0.7);
                 assert_same(&cls, &naive, &key);
             }
             cls.commit(Batch::new()).unwrap();
