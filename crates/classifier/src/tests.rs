@@ -522,6 +522,37 @@ fn insert_missing_prerequisites_fails_and_changes_nothing() {
     assert!(cls.is_empty());
 }
 
+/// The prerequisite verdicts remembered for recent masks hold only for the same prerequisite
+/// bits: after TCP and UDP rules passed, the same mask with GRE (no field has `tp_dst`'s
+/// bits there) still fails.
+#[test]
+fn remembered_prerequisites_do_not_pass_other_protocols() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    let rule = |proto: u128, port: u128| {
+        let mut m = Match::catch_all();
+        m.set_exact(fields::DL_TYPE, 0x0800);
+        m.set_exact(fields::NW_PROTO, proto);
+        m.set_exact(fields::TP_DST, port);
+        m
+    };
+    let mut b = Batch::new();
+    for (i, port) in (0..4u32).map(|i| (i, u128::from(i) + 80)) {
+        b.insert(rule(if i % 2 == 0 { 6 } else { 17 }, port), 1, 0, i);
+    }
+    b.insert(rule(47, 80), 1, 0, 9);
+    let err = cls.commit(b).unwrap_err();
+    assert!(
+        matches!(&err, Error::InBatch { index: 4, source } if matches!(**source, Error::Prerequisite(_))),
+        "{err}"
+    );
+    assert!(cls.is_empty());
+    let mut b = Batch::new();
+    b.insert(rule(6, 80), 1, 0, 1);
+    b.insert(rule(17, 80), 1, 0, 2);
+    cls.commit(b).unwrap();
+    assert_eq!(cls.len(), 2);
+}
+
 #[test]
 fn remove_unknown_rule_fails_and_batch_rolls_back() {
     let mut cls: Classifier<u32> = Classifier::new();

@@ -166,9 +166,12 @@ pub struct Classifier<T> {
     /// The mask interned last (also in `masks`).
     last_mask: Option<Arc<Mask>>,
     masks_pruned_at: usize,
-    /// The mask and [`Match::prereq_bits`] of the last match whose prerequisites held: the
-    /// prerequisite check depends on these alone, and a batch's matches mostly share them.
-    last_valid: Option<(FlowKey, u32)>,
+    /// The masks and [`Match::prereq_bits`] of the last matches whose prerequisites held
+    /// (distinct pairs, replaced in turn): the prerequisite check depends on these alone, and
+    /// a batch's matches mostly share a few (a set of TCP and UDP rules has two).
+    valid: [Option<(FlowKey, u32)>; N_VALID],
+    /// The entry of `valid` the next new pair replaces.
+    valid_next: usize,
     prefixes: Arc<[PrefixField]>,
     next_seq: u64,
 }
@@ -241,7 +244,8 @@ impl<T> Classifier<T> {
             masks: HashMap::default(),
             last_mask: None,
             masks_pruned_at: 0,
-            last_valid: None,
+            valid: [None; N_VALID],
+            valid_next: 0,
             prefixes,
             next_seq: 0,
         })
@@ -427,19 +431,22 @@ impl<T> Classifier<T> {
     }
 
     /// [`validate`], skipping the prerequisite check when the mask and prerequisite bits are
-    /// those of the last match that passed it (the check costs several times the comparison).
+    /// those of a recent match that passed it (the check costs several times the
+    /// comparison).
     fn validate(&mut self, m: &Match) -> Result<(), Error> {
         validate_mask(m)?;
         let bits = m.prereq_bits();
         if self
-            .last_valid
-            .as_ref()
-            .is_some_and(|(mask, b)| *b == bits && mask == m.mask())
+            .valid
+            .iter()
+            .flatten()
+            .any(|(mask, b)| *b == bits && mask == m.mask())
         {
             return Ok(());
         }
         m.check_prerequisites().map_err(Error::Prerequisite)?;
-        self.last_valid = Some((*m.mask(), bits));
+        self.valid[self.valid_next] = Some((*m.mask(), bits));
+        self.valid_next = (self.valid_next + 1) % N_VALID;
         Ok(())
     }
 
@@ -824,6 +831,9 @@ impl MemoryStats {
         }
     }
 }
+
+/// Mask and prerequisite-bit pairs [`Classifier::validate`] remembers.
+const N_VALID: usize = 4;
 
 /// A lookup handle for reader threads: cheap to clone, `Send + Sync` when `T` is.
 pub struct Reader<T> {
