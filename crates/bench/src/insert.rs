@@ -229,6 +229,11 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
         of.flow_mods("br0", chunk)
             .map_err(|e| anyhow::anyhow!("inserting: {e}"))?;
     }
+    // The classifier's replay of the last bundle onto its other version would run at the
+    // next change: it is done and counted here, so that a single large bundle is not
+    // credited with work it only put off.
+    of.settle("br0")
+        .map_err(|e| anyhow::anyhow!("settling: {e}"))?;
     let insert_secs = t1.elapsed().as_secs_f64();
     let insert_cpu_secs = thread_cpu_secs() - c1;
     let insert_page_faults = thread_minor_faults().saturating_sub(f1);

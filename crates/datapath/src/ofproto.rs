@@ -204,6 +204,14 @@ impl OfDatapath {
         Ok(out)
     }
 
+    /// [`Switch::settle`] on `bridge` (no flow-table change: nothing to revalidate).
+    pub fn settle(&self, bridge: &str) -> Result<(), SwitchError> {
+        self.switch
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .settle(bridge)
+    }
+
     /// `ovs-ofctl add-flows` through the datapath.
     pub fn add_flows_text(
         &self,

@@ -986,6 +986,20 @@ impl Switch {
             .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
         bundle::flow_mods(br, mods, now)
     }
+
+    /// Brings every table of `bridge` to rest ([`classifier::Classifier::settle`]): the work
+    /// a table's next change would do first for the last one is done now, so that after a
+    /// bulk load the next flow_mod does not pay it.
+    pub fn settle(&mut self, bridge: &str) -> Result<(), SwitchError> {
+        let br = self
+            .bridges
+            .get_mut(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        for t in br.tables.iter_mut().flatten() {
+            t.settle();
+        }
+        Ok(())
+    }
 }
 
 /// The actions a switch decodes from `actions` encoded for OpenFlow `version` (OVS
@@ -1176,6 +1190,28 @@ mod tests {
         // Every added rule is one of these, in its own allocation (with the `Arc` counts, 104
         // bytes: malloc's 112-byte class).
         assert_eq!(std::mem::size_of::<OfRule>(), 88);
+    }
+
+    #[test]
+    fn settle_keeps_the_flows_and_names_unknown_bridges() {
+        let mut sw = sw();
+        sw.add_flows_text(
+            "br0",
+            &["priority=5,ip,actions=output:1", "table=3,actions=drop"],
+            "",
+        )
+        .expect("valid flows");
+        let before = flows(&sw);
+        sw.settle("br0").expect("bridge exists");
+        assert_eq!(flows(&sw), before);
+        // The next change starts from the settled tables.
+        sw.add_flows_text("br0", &["priority=6,arp,actions=output:2"], "")
+            .expect("valid flow");
+        assert_eq!(flows(&sw).len(), before.len() + 1);
+        assert!(matches!(
+            sw.settle("nope"),
+            Err(SwitchError::NoSuchBridge(b)) if b == "nope"
+        ));
     }
 
     #[test]
