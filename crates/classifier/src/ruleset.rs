@@ -519,6 +519,11 @@ impl<T> RuleSet<T> {
         for st in self.subtables.iter().flatten() {
             n += st.heap_bytes();
         }
+        // The change lists a batch leaves behind (kept for the replay, reused by the next).
+        for (pending, nets) in self.trie_pending.iter().zip(&self.last_nets) {
+            n += pending.capacity() * std::mem::size_of::<(u128, u8, i8)>();
+            n += nets.capacity() * std::mem::size_of::<(u128, u8, i64)>();
+        }
         n + self.tries.iter().map(Trie::heap_bytes).sum::<usize>()
     }
 }
