@@ -169,7 +169,8 @@ pub struct Classifier<T> {
     /// The masks and [`Match::prereq_bits`] of the last matches whose prerequisites held
     /// (distinct pairs, replaced in turn): the prerequisite check depends on these alone, and
     /// a batch's matches mostly share a few (a set of TCP and UDP rules has two).
-    valid: [Option<(FlowKey, u32)>; N_VALID],
+    /// (Up to [`N_VALID`], on the heap: a bridge holds 255 tables, most of them never used.)
+    valid: Vec<(FlowKey, u32)>,
     /// The entry of `valid` the next new pair replaces.
     valid_next: usize,
     prefixes: Arc<[PrefixField]>,
@@ -244,7 +245,7 @@ impl<T> Classifier<T> {
             masks: HashMap::default(),
             last_mask: None,
             masks_pruned_at: 0,
-            valid: [None; N_VALID],
+            valid: Vec::new(),
             valid_next: 0,
             prefixes,
             next_seq: 0,
@@ -439,14 +440,17 @@ impl<T> Classifier<T> {
         if self
             .valid
             .iter()
-            .flatten()
             .any(|(mask, b)| *b == bits && mask == m.mask())
         {
             return Ok(());
         }
         m.check_prerequisites().map_err(Error::Prerequisite)?;
-        self.valid[self.valid_next] = Some((*m.mask(), bits));
-        self.valid_next = (self.valid_next + 1) % N_VALID;
+        if self.valid.len() < N_VALID {
+            self.valid.push((*m.mask(), bits));
+        } else {
+            self.valid[self.valid_next] = (*m.mask(), bits);
+            self.valid_next = (self.valid_next + 1) % N_VALID;
+        }
         Ok(())
     }
 
