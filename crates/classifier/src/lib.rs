@@ -127,10 +127,13 @@
 mod cells;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod naive;
+// A prototype of the shared, versioned table (tested and measured; not used yet).
 mod rule;
 mod ruleset;
 mod subtable;
 mod trie;
+#[cfg(test)]
+mod vcells;
 mod writer;
 
 #[cfg(test)]
