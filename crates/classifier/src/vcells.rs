@@ -105,6 +105,40 @@ impl Arr {
         self.tags[at].store(tag(hash), Ordering::Release);
     }
 
+    /// The cell on `hash`'s probe sequence holding `values` whose visibility `(from, until)`
+    /// satisfies `accept`.
+    #[inline]
+    fn position(
+        &self,
+        hash: u64,
+        values: &[u64],
+        accept: impl Fn(u32, u32) -> bool,
+    ) -> Option<usize> {
+        let mask = self.mask();
+        let want = tag(hash);
+        let mut b = home(hash, mask);
+        loop {
+            let t = self.tags[b].load(Ordering::Acquire);
+            if t == EMPTY {
+                return None;
+            }
+            if t == want {
+                let c = self.cell(b);
+                // Every word loaded, then compared: the loads go out together.
+                if c.iter()
+                    .zip(values)
+                    .fold(true, |eq, (w, v)| eq & (w.load(Ordering::Relaxed) == *v))
+                {
+                    let (from, until) = unvis(c[self.n].load(Ordering::Relaxed));
+                    if accept(from, until) {
+                        return Some(b);
+                    }
+                }
+            }
+            b = (b + 1) & mask;
+        }
+    }
+
     /// The first cell on `hash`'s probe sequence that an insert may take.
     fn free_from(&self, hash: u64) -> usize {
         let mask = self.mask();
@@ -127,31 +161,12 @@ impl Snap {
     /// The payload of the entry with `values` (hashing to `hash`) visible at this version.
     #[inline]
     pub(crate) fn find(&self, hash: u64, values: &[u64]) -> Option<u32> {
-        let a = &*self.arr;
-        let mask = a.mask();
-        let want = tag(hash);
-        let mut b = home(hash, mask);
-        loop {
-            let t = a.tags[b].load(Ordering::Acquire);
-            if t == EMPTY {
-                return None;
-            }
-            if t == want {
-                let c = a.cell(b);
-                // Every word loaded, then compared: the loads go out together.
-                if c.iter()
-                    .zip(values)
-                    .fold(true, |eq, (w, v)| eq & (w.load(Ordering::Relaxed) == *v))
-                {
-                    let (from, until) = unvis(c[a.n].load(Ordering::Relaxed));
-                    if from <= self.version && self.version < until {
-                        #[allow(clippy::cast_possible_truncation)] // Stored from a `u32`.
-                        return Some(c[a.n + 1].load(Ordering::Relaxed) as u32);
-                    }
-                }
-            }
-            b = (b + 1) & mask;
-        }
+        let v = self.version;
+        let at = self
+            .arr
+            .position(hash, values, |from, until| from <= v && v < until)?;
+        #[allow(clippy::cast_possible_truncation)] // Stored from a `u32`.
+        Some(self.arr.cell(at)[self.arr.n + 1].load(Ordering::Relaxed) as u32)
     }
 
     /// The version this snapshot shows.
@@ -235,31 +250,15 @@ impl VCells {
 
     /// Ends the open entry with `values` at the next commit; false if there is none.
     pub(crate) fn remove(&mut self, hash: u64, values: &[u64]) -> bool {
-        let a = &*self.arr;
-        let mask = a.mask();
-        let want = tag(hash);
-        let mut b = home(hash, mask);
-        loop {
-            let t = a.tags[b].load(Ordering::Relaxed);
-            if t == EMPTY {
-                return false;
-            }
-            if t == want {
-                let c = a.cell(b);
-                let (from, until) = unvis(c[a.n].load(Ordering::Relaxed));
-                if until == OPEN
-                    && c.iter()
-                        .zip(values)
-                        .all(|(w, v)| w.load(Ordering::Relaxed) == *v)
-                {
-                    c[a.n].store(vis(from, self.version + 1), Ordering::Relaxed);
-                    self.dead.push_back((self.version + 1, b));
-                    self.live -= 1;
-                    return true;
-                }
-            }
-            b = (b + 1) & mask;
-        }
+        let Some(at) = self.arr.position(hash, values, |_, until| until == OPEN) else {
+            return false;
+        };
+        let w = &self.arr.cell(at)[self.arr.n];
+        let (from, _) = unvis(w.load(Ordering::Relaxed));
+        w.store(vis(from, self.version + 1), Ordering::Relaxed);
+        self.dead.push_back((self.version + 1, at));
+        self.live -= 1;
+        true
     }
 
     /// Publishes the inserts and removals since the last commit as one new version.
@@ -469,7 +468,11 @@ mod tests {
         // At least 400 batches, and on until the readers have checked 2,000 snapshots between
         // them (a fast writer would otherwise finish before a reader starts).
         let mut b = 0u64;
-        while b < 400 || (checks.load(Ordering::Relaxed) < 2000 && b < 1_000_000) {
+        while b < 400
+            || (checks.load(Ordering::Relaxed) < 2000
+                && b < 1_000_000
+                && !readers.iter().any(std::thread::JoinHandle::is_finished))
+        {
             b += 1;
             for k in 0..K {
                 let old = vals((b - 1) * K + k);
