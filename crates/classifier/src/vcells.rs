@@ -64,22 +64,32 @@ fn unvis(w: u64) -> (u32, u32) {
     ((w >> 32) as u32, w as u32)
 }
 
-/// One array of cells.
+/// One cell: `N` value words, the visibility, the payload.
 #[derive(Debug)]
-struct Arr {
-    /// Value words per entry.
-    n: usize,
-    tags: Box<[AtomicU8]>,
-    /// Per cell `n + 2` words: the values, the visibility, the payload.
-    words: Box<[AtomicU64]>,
+struct Cell<const N: usize> {
+    vals: [AtomicU64; N],
+    vis: AtomicU64,
+    payload: AtomicU64,
 }
 
-impl Arr {
-    fn new(n: usize, len: usize) -> Arr {
+/// One array of cells.
+#[derive(Debug)]
+struct Arr<const N: usize> {
+    tags: Box<[AtomicU8]>,
+    cells: Box<[Cell<N>]>,
+}
+
+impl<const N: usize> Arr<N> {
+    fn new(len: usize) -> Arr<N> {
         Arr {
-            n,
             tags: (0..len).map(|_| AtomicU8::new(EMPTY)).collect(),
-            words: (0..len * (n + 2)).map(|_| AtomicU64::new(0)).collect(),
+            cells: (0..len)
+                .map(|_| Cell {
+                    vals: std::array::from_fn(|_| AtomicU64::new(0)),
+                    vis: AtomicU64::new(0),
+                    payload: AtomicU64::new(0),
+                })
+                .collect(),
         }
     }
 
@@ -88,20 +98,14 @@ impl Arr {
         self.tags.len() - 1
     }
 
-    #[inline]
-    fn cell(&self, at: usize) -> &[AtomicU64] {
-        let s = self.n + 2;
-        &self.words[at * s..(at + 1) * s]
-    }
-
     /// Writes an entry into cell `at` (empty or a tombstone) and publishes its tag.
-    fn put(&self, at: usize, hash: u64, values: &[u64], visibility: u64, payload: u32) {
-        let c = self.cell(at);
-        for (w, v) in c.iter().zip(values) {
+    fn put(&self, at: usize, hash: u64, values: &[u64; N], visibility: u64, payload: u32) {
+        let c = &self.cells[at];
+        for (w, v) in c.vals.iter().zip(values) {
             w.store(*v, Ordering::Relaxed);
         }
-        c[self.n].store(visibility, Ordering::Relaxed);
-        c[self.n + 1].store(u64::from(payload), Ordering::Relaxed);
+        c.vis.store(visibility, Ordering::Relaxed);
+        c.payload.store(u64::from(payload), Ordering::Relaxed);
         self.tags[at].store(tag(hash), Ordering::Release);
     }
 
@@ -111,7 +115,7 @@ impl Arr {
     fn position(
         &self,
         hash: u64,
-        values: &[u64],
+        values: &[u64; N],
         accept: impl Fn(u32, u32) -> bool,
     ) -> Option<usize> {
         let mask = self.mask();
@@ -123,13 +127,14 @@ impl Arr {
                 return None;
             }
             if t == want {
-                let c = self.cell(b);
+                let c = &self.cells[b];
                 // Every word loaded, then compared: the loads go out together.
-                if c.iter()
+                if c.vals
+                    .iter()
                     .zip(values)
                     .fold(true, |eq, (w, v)| eq & (w.load(Ordering::Relaxed) == *v))
                 {
-                    let (from, until) = unvis(c[self.n].load(Ordering::Relaxed));
+                    let (from, until) = unvis(c.vis.load(Ordering::Relaxed));
                     if accept(from, until) {
                         return Some(b);
                     }
@@ -152,21 +157,21 @@ impl Arr {
 
 /// What readers load: a version and the array to read it in.
 #[derive(Debug)]
-pub(crate) struct Snap {
+pub(crate) struct Snap<const N: usize> {
     version: u32,
-    arr: Arc<Arr>,
+    arr: Arc<Arr<N>>,
 }
 
-impl Snap {
+impl<const N: usize> Snap<N> {
     /// The payload of the entry with `values` (hashing to `hash`) visible at this version.
     #[inline]
-    pub(crate) fn find(&self, hash: u64, values: &[u64]) -> Option<u32> {
+    pub(crate) fn find(&self, hash: u64, values: &[u64; N]) -> Option<u32> {
         let v = self.version;
         let at = self
             .arr
             .position(hash, values, |from, until| from <= v && v < until)?;
         #[allow(clippy::cast_possible_truncation)] // Stored from a `u32`.
-        Some(self.arr.cell(at)[self.arr.n + 1].load(Ordering::Relaxed) as u32)
+        Some(self.arr.cells[at].payload.load(Ordering::Relaxed) as u32)
     }
 
     /// The version this snapshot shows.
@@ -177,40 +182,40 @@ impl Snap {
 
 /// A handle for readers: cheap to clone, `Send + Sync`.
 #[derive(Debug, Clone)]
-pub(crate) struct VReader {
-    cur: Arc<ArcSwap<Snap>>,
+pub(crate) struct VReader<const N: usize> {
+    cur: Arc<ArcSwap<Snap<N>>>,
 }
 
-impl VReader {
+impl<const N: usize> VReader<N> {
     /// The current snapshot; the writer reuses no cell a snapshot may see while it is held.
     #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<Snap>> {
+    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<Snap<N>>> {
         self.cur.load()
     }
 }
 
 /// The writer's side.
 #[derive(Debug)]
-pub(crate) struct VCells {
-    cur: Arc<ArcSwap<Snap>>,
-    arr: Arc<Arr>,
+pub(crate) struct VCells<const N: usize> {
+    cur: Arc<ArcSwap<Snap<N>>>,
+    arr: Arc<Arr<N>>,
     version: u32,
     /// Cells whose tag is not `EMPTY`.
     used: usize,
     /// Entries visible to the current or the next version.
     live: usize,
     /// Snapshots replaced by later ones, oldest first, that readers may still hold.
-    retired: VecDeque<Arc<Snap>>,
+    retired: VecDeque<Arc<Snap<N>>>,
     /// Ended entries as (until, cell), in `until` order, not yet tombstones.
     dead: VecDeque<(u32, usize)>,
     /// The hash of an entry's values (for growth).
     hash_of: fn(&[u64]) -> u64,
 }
 
-impl VCells {
-    /// An empty table of entries of `n` value words; `hash_of` gives the hash of values.
-    pub(crate) fn new(n: usize, hash_of: fn(&[u64]) -> u64) -> VCells {
-        let arr = Arc::new(Arr::new(n, MIN_CELLS));
+impl<const N: usize> VCells<N> {
+    /// An empty table of entries of `N` value words; `hash_of` gives the hash of values.
+    pub(crate) fn new(hash_of: fn(&[u64]) -> u64) -> VCells<N> {
+        let arr = Arc::new(Arr::new(MIN_CELLS));
         VCells {
             cur: Arc::new(ArcSwap::from_pointee(Snap {
                 version: 0,
@@ -226,7 +231,7 @@ impl VCells {
         }
     }
 
-    pub(crate) fn reader(&self) -> VReader {
+    pub(crate) fn reader(&self) -> VReader<N> {
         VReader {
             cur: self.cur.clone(),
         }
@@ -234,8 +239,7 @@ impl VCells {
 
     /// Adds an entry visible from the next commit on (the caller keeps values unique among
     /// open entries).
-    pub(crate) fn insert(&mut self, hash: u64, values: &[u64], payload: u32) {
-        debug_assert_eq!(values.len(), self.arr.n);
+    pub(crate) fn insert(&mut self, hash: u64, values: &[u64; N], payload: u32) {
         if (self.used + 1) * 2 > self.arr.tags.len() {
             self.regrow();
         }
@@ -249,11 +253,11 @@ impl VCells {
     }
 
     /// Ends the open entry with `values` at the next commit; false if there is none.
-    pub(crate) fn remove(&mut self, hash: u64, values: &[u64]) -> bool {
+    pub(crate) fn remove(&mut self, hash: u64, values: &[u64; N]) -> bool {
         let Some(at) = self.arr.position(hash, values, |_, until| until == OPEN) else {
             return false;
         };
-        let w = &self.arr.cell(at)[self.arr.n];
+        let w = &self.arr.cells[at].vis;
         let (from, _) = unvis(w.load(Ordering::Relaxed));
         w.store(vis(from, self.version + 1), Ordering::Relaxed);
         self.dead.push_back((self.version + 1, at));
@@ -313,19 +317,18 @@ impl VCells {
             len *= 2;
         }
         let old = self.arr.clone();
-        let new = Arr::new(old.n, len);
+        let new = Arr::new(len);
         let mut moved = vec![usize::MAX; old.tags.len()];
-        let mut values = Vec::with_capacity(old.n);
         for (b, t) in old.tags.iter().enumerate() {
             if t.load(Ordering::Relaxed) <= TOMB {
                 continue;
             }
-            let c = old.cell(b);
-            if unvis(c[old.n].load(Ordering::Relaxed)).1 <= self.version {
+            let c = &old.cells[b];
+            let visibility = c.vis.load(Ordering::Relaxed);
+            if unvis(visibility).1 <= self.version {
                 continue;
             }
-            values.clear();
-            values.extend(c[..old.n].iter().map(|w| w.load(Ordering::Relaxed)));
+            let values: [u64; N] = std::array::from_fn(|i| c.vals[i].load(Ordering::Relaxed));
             let hash = (self.hash_of)(&values);
             let at = new.free_from(hash);
             #[allow(clippy::cast_possible_truncation)] // Stored from a `u32`.
@@ -333,8 +336,8 @@ impl VCells {
                 at,
                 hash,
                 &values,
-                c[old.n].load(Ordering::Relaxed),
-                c[old.n + 1].load(Ordering::Relaxed) as u32,
+                visibility,
+                c.payload.load(Ordering::Relaxed) as u32,
             );
             moved[b] = at;
         }
@@ -348,7 +351,7 @@ impl VCells {
 
     /// Bytes of the current array.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.arr.tags.len() + self.arr.words.len() * 8
+        self.arr.tags.len() + self.arr.cells.len() * std::mem::size_of::<Cell<N>>()
     }
 }
 
@@ -379,11 +382,11 @@ mod tests {
     #[test]
     fn vcells_versions_agree_with_a_model() {
         let mut rng = SmallRng::seed_from_u64(5);
-        let mut t = VCells::new(4, hash_of);
+        let mut t: VCells<4> = VCells::new(hash_of);
         let r = t.reader();
         let mut model: HashMap<u64, u32> = HashMap::new();
         // Snapshots held across commits, with what each must show.
-        type Held = (arc_swap::Guard<Arc<Snap>>, HashMap<u64, u32>);
+        type Held = (arc_swap::Guard<Arc<Snap<4>>>, HashMap<u64, u32>);
         let mut held: Vec<Held> = Vec::new();
         for round in 0..300u32 {
             for _ in 0..rng.gen_range(1..40) {
@@ -430,7 +433,7 @@ mod tests {
     #[test]
     fn vcells_readers_never_see_a_partial_batch() {
         const K: u64 = 64;
-        let mut t = VCells::new(4, hash_of);
+        let mut t: VCells<4> = VCells::new(hash_of);
         for k in 0..K {
             t.insert(hash_of(&vals(k)), &vals(k), 0);
         }
@@ -505,7 +508,7 @@ mod tests {
             .map(|_| rng.gen_range(0..keys.len()))
             .collect();
         let t0 = std::time::Instant::now();
-        let mut v = VCells::new(4, hash_of);
+        let mut v: VCells<4> = VCells::new(hash_of);
         for (i, k) in keys.iter().enumerate() {
             v.insert(hash_of(k), k, u32::try_from(i).unwrap());
         }
