@@ -39,11 +39,19 @@ impl<E> Default for Cells<E> {
 /// Fewest cells a non-empty table has.
 const MIN_CELLS: usize = 8;
 
-/// The tag of `hash`: eight bits the home position does not use, never 0.
+/// The tag of `hash`: eight bits the home position does not use, with the top bit set (never
+/// 0, nor any other value below `0x80` that a table may give a meaning).
 #[inline]
 #[allow(clippy::cast_possible_truncation)] // Eight bits on purpose.
-fn tag(hash: u64) -> u8 {
+pub(crate) fn tag(hash: u64) -> u8 {
     (hash >> 24) as u8 | 0x80
+}
+
+/// The home cell of `hash` in a table of `mask + 1` cells (a power of two).
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // Masked to the table size.
+pub(crate) fn home(hash: u64, mask: usize) -> usize {
+    ((hash >> 32) as usize) & mask
 }
 
 /// Stores `e` in `cell`, which its tag says is empty, without reading the cell first.
@@ -65,9 +73,8 @@ impl<E> Cells<E> {
     }
 
     #[inline]
-    #[allow(clippy::cast_possible_truncation)] // Masked to the table size.
     fn home_of(&self, hash: u64) -> usize {
-        ((hash >> 32) as usize) & self.mask()
+        home(hash, self.mask())
     }
 
     /// Number of entries.

@@ -127,11 +127,11 @@
 mod cells;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod naive;
-// A prototype of the shared, versioned table (tested and measured; not used yet).
 mod rule;
 mod ruleset;
 mod subtable;
 mod trie;
+// A prototype of the shared, versioned table (tested and measured; not used yet).
 #[cfg(test)]
 mod vcells;
 mod writer;

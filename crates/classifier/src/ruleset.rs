@@ -340,18 +340,13 @@ impl<T> RuleSet<T> {
     /// Applies one primitive. The order of subtables is brought up to date by
     /// [`RuleSet::finish_batch`].
     pub(crate) fn apply(&mut self, p: &Prim<T>) {
-        self.apply_owned(p.clone());
-    }
-
-    /// [`RuleSet::apply`] of a primitive given away (a replay's): its rule moves into the
-    /// table, which saves an atomic increment and decrement of the rule's count per rule.
-    pub(crate) fn apply_owned(&mut self, p: Prim<T>) {
-        self.apply_prim(p, true);
+        self.apply_prim(p.clone(), true);
     }
 
     /// A primitive of the batch `published` got last, replayed on this version: as
-    /// [`RuleSet::apply_owned`], but the tries are brought up to date by
-    /// [`RuleSet::finish_replay`] from `published`'s net changes.
+    /// [`RuleSet::apply`], but given away (its rule moves into the table, which saves an
+    /// atomic increment and decrement of the rule's count), and the tries are brought up to
+    /// date by [`RuleSet::finish_replay`] from `published`'s net changes.
     pub(crate) fn replay_owned(&mut self, p: Prim<T>) {
         self.apply_prim(p, false);
     }

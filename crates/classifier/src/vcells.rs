@@ -33,25 +33,15 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+// The tags and home cells of `Cells`: a tag has its top bit set, so never `EMPTY` or `TOMB`.
+use crate::cells::{home, tag};
+
 const EMPTY: u8 = 0;
 const TOMB: u8 = 1;
 /// `until` of an entry no commit has ended.
 const OPEN: u32 = u32::MAX;
 /// Fewest cells an array has.
 const MIN_CELLS: usize = 16;
-
-/// The tag of `hash`: eight bits the home position does not use, never `EMPTY` or `TOMB`.
-#[inline]
-#[allow(clippy::cast_possible_truncation)] // Eight bits on purpose.
-fn tag(hash: u64) -> u8 {
-    (hash >> 24) as u8 | 0x80
-}
-
-#[inline]
-#[allow(clippy::cast_possible_truncation)] // Masked to the table size.
-fn home(hash: u64, mask: usize) -> usize {
-    ((hash >> 32) as usize) & mask
-}
 
 #[inline]
 fn vis(from: u32, until: u32) -> u64 {

@@ -734,14 +734,7 @@ impl<T> Ops<'_, T> {
 
     /// [`Op::Insert`].
     pub fn insert(&mut self, rule_match: &Match, priority: u32, cookie: u64, payload: T) -> bool {
-        if self.failed.is_some() {
-            return false;
-        }
-        let r = self
-            .cls
-            .prepare(rule_match, self.check)
-            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload, false));
-        self.done(r)
+        self.insert_match(rule_match, priority, cookie, payload, false)
     }
 
     /// [`Op::Insert`] of a rule the caller knows to be new: no rule with this match and
@@ -756,13 +749,25 @@ impl<T> Ops<'_, T> {
         cookie: u64,
         payload: T,
     ) -> bool {
+        self.insert_match(rule_match, priority, cookie, payload, true)
+    }
+
+    /// [`Ops::insert`], or with `known_new` [`Ops::insert_new`].
+    fn insert_match(
+        &mut self,
+        rule_match: &Match,
+        priority: u32,
+        cookie: u64,
+        payload: T,
+        known_new: bool,
+    ) -> bool {
         if self.failed.is_some() {
             return false;
         }
-        let r = self
-            .cls
-            .prepare(rule_match, self.check)
-            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload, true));
+        let r = self.cls.prepare(rule_match, self.check).map(|mv| {
+            self.cls
+                .prim_insert(mv, priority, cookie, payload, known_new)
+        });
         self.done(r)
     }
 
