@@ -623,6 +623,18 @@ impl Switch {
         self.bridges.get_mut(name)
     }
 
+    /// [`Switch::bridge`], or the error naming a bridge that does not exist.
+    fn runtime(&self, bridge: &str) -> Result<&Bridge, SwitchError> {
+        self.bridge(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))
+    }
+
+    /// [`Switch::bridge_mut`], or the error naming a bridge that does not exist.
+    fn runtime_mut(&mut self, bridge: &str) -> Result<&mut Bridge, SwitchError> {
+        self.bridge_mut(bridge)
+            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))
+    }
+
     /// The ports of bridge `name` (its own `LOCAL` port first).
     pub fn ports(&self, bridge: &str) -> Option<&[PortLayout]> {
         self.layout.bridges.get(bridge).map(|v| v.as_slice())
@@ -772,10 +784,7 @@ impl Switch {
         bridge: &str,
         f: impl FnOnce(&mut MacTable) -> R,
     ) -> Result<R, SwitchError> {
-        let br = self
-            .bridges
-            .get(bridge)
-            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        let br = self.runtime(bridge)?;
         // A poisoned lock only means a translation panicked mid-update; the table is still a
         // valid table.
         let mut t = br.mac.lock().unwrap_or_else(|e| e.into_inner());
@@ -927,10 +936,7 @@ impl Switch {
 
     /// Every rule of a bridge with its counters, by table then priority.
     pub fn dump_flows(&self, bridge: &str) -> Result<Vec<DumpedFlow>, SwitchError> {
-        let br = self
-            .bridges
-            .get(bridge)
-            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        let br = self.runtime(bridge)?;
         Ok(br
             .rules()
             .into_iter()
@@ -980,10 +986,7 @@ impl Switch {
         mods: Vec<FlowMod>,
     ) -> Result<FlowModOutcome, SwitchError> {
         let now = self.now_ms;
-        let br = self
-            .bridges
-            .get_mut(bridge)
-            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        let br = self.runtime_mut(bridge)?;
         bundle::flow_mods(br, mods, now)
     }
 
@@ -991,10 +994,7 @@ impl Switch {
     /// a table's next change would do first for the last one is done now, so that after a
     /// bulk load the next flow_mod does not pay it.
     pub fn settle(&mut self, bridge: &str) -> Result<(), SwitchError> {
-        let br = self
-            .bridges
-            .get_mut(bridge)
-            .ok_or_else(|| SwitchError::NoSuchBridge(bridge.to_string()))?;
+        let br = self.runtime_mut(bridge)?;
         for t in br.tables.iter_mut().flatten() {
             t.settle();
         }
