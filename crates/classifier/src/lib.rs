@@ -17,17 +17,19 @@
 //! **Tuple-space search.** Rules with the same mask share a subtable, a hash table keyed by
 //! the masked value. The hash covers only the mask's non-zero words, precomputed per mask
 //! like OVS's miniflow maps. A lookup compares the value words without touching the rule:
-//! an entry holds up to four inline (an exact 5-tuple has four), and wider masks keep every
-//! entry's words in one dense array per subtable. Subtables are sorted by their
+//! a cell holds up to four inline (an exact 5-tuple has four), and wider masks keep every
+//! cell's words in one dense array per subtable. Subtables are sorted by their
 //! highest priority, and a lookup stops as soon as no remaining subtable can hold a rule of
 //! the best priority found (subtables with that same priority are still probed, for the
 //! tie rule).
 //!
-//! A subtable's entries sit in place in an open-addressing table (`cells.rs`, at most half
-//! full, a tag byte per cell beside it), so a hit usually reads one cell, found from the hash
-//! and the (small, cached) tags alone. [`RuleSet::lookup_batch`] uses that: it takes up to
-//! [`BATCH`] keys through the subtables together and, in each subtable too large for the
-//! caches, hashes every key and loads every key's home cell before comparing any. The loops are
+//! A subtable's values sit in place in an open-addressing table of cells (`shared.rs`, at most
+//! half full, a tag byte per cell beside it), and each version's entries (the rules of a value)
+//! in an array beside the cells, at the same positions: a hit usually reads one cell and the
+//! entry beside it, both found from the hash and the (small, cached) tags alone, neither
+//! waiting on the other. [`RuleSet::lookup_batch`] uses that: it takes up to [`BATCH`] keys
+//! through the subtables together and, in each subtable too large for the caches, hashes every
+//! key and loads every key's home cell and entry before comparing any. The loops are
 //! short enough that the CPU keeps all of a batch's cache misses in flight (a safe-Rust stand-in
 //! for the datapath's prefetches), so a table far larger than the caches costs little more per
 //! lookup than a small one. Results and consulted bits are those of single lookups.
@@ -67,8 +69,15 @@
 //! still uses the old version (at most one lookup or [`Snapshot`]) and replays the batch on
 //! it. [`Classifier::commit_with`] commits the same way from operations given one at a time
 //! (no [`Batch`] is built; a writer that keeps the rules' matches in their payloads passes
-//! them by reference). Rules are shared by both versions (`Arc<Rule<T>>`); hash tables, stage
-//! indices and tries exist twice. [`Classifier::memory`] reports the bytes per rule.
+//! them by reference). Rules are shared by both versions (`Arc<Rule<T>>`), and so are the
+//! large arrays: each subtable's cells, stage indices and wide values are written once, in
+//! place, while readers of the published version probe them (atomics; see `shared.rs` for the
+//! protocol: a version sees a cell only if its own entry array has an entry at the cell's
+//! position, so a cell made for the spare is invisible to the published version, and a cell
+//! is buried only once neither version has an entry there). The replay onto the other version
+//! then copies entries at the positions the batch changed, applies the batch's net trie
+//! changes and takes the subtable order; the tries and the entry arrays exist twice.
+//! [`Classifier::memory`] reports the bytes per rule.
 //!
 //! # Invariants
 //!
@@ -76,8 +85,14 @@
 //!   [`Match::check_prerequisites`](openflow::Match::check_prerequisites); a batch that breaks
 //!   either, or that modifies or removes a rule that does not exist, fails as a whole with the
 //!   index of the failing operation and leaves the rules unchanged.
-//! - Both versions hold the same rules after every commit (the spare lags by the pending primitives
-//!   of exactly one batch until the next commit replays them).
+//! - Both versions hold the same rules after every commit (the spare lags by the changes of exactly
+//!   one batch until the next commit replays them).
+//! - A live cell's value never changes; a value has at most one live cell per subtable; a cell
+//!   becomes a tombstone only when neither version has an entry at its position, and only the
+//!   writer's newest arrays are ever written (a version holding an older array after a growth reads
+//!   it frozen, until its replay moves it to the new one).
+//! - A stage index counts each live cell's partial hashes: a superset of what either version can
+//!   see (it may un-wildcard a stage more than needed, never give a wrong rule).
 //! - A trie holds exactly the prefixes of its version's rules whose mask on the field is a CIDR
 //!   prefix; a subtable whose mask on the field is not a prefix never uses that trie.
 //!
@@ -124,16 +139,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod cells;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod naive;
 mod rule;
 mod ruleset;
+mod shared;
 mod subtable;
 mod trie;
-// A prototype of the shared, versioned table (tested and measured; not used yet).
-#[cfg(test)]
-mod vcells;
 mod writer;
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //!
 //! A rule set is a list of subtables (one per distinct mask) ordered by their highest
 //! priority, plus one prefix trie per configured prefix field. It is changed only by the
-//! writer, through primitive operations ([`Prim`]), and only while no reader can see it.
+//! writer, through primitive operations ([`Prim`]), and only while no reader can see it; the
+//! arrays its subtables share with the other version are written in place under the protocol
+//! of [`crate::shared`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{Mask, Rule};
-use crate::subtable::{Subtable, TrieCtx};
+use crate::subtable::{SubLog, Subtable, TrieCtx};
 use crate::trie::{prefix_mask, Trie};
 use crate::PrefixField;
 
@@ -82,12 +84,34 @@ pub struct RuleSet<T> {
     /// cache.
     trie_pending: Vec<Vec<(u128, u8, i8)>>,
     /// The net trie changes of the last batch, per trie, in prefix order: a replay of that
-    /// batch onto the other version applies them as they are ([`RuleSet::finish_replay`])
+    /// batch onto the other version applies them as they are ([`RuleSet::replay`])
     /// instead of reading every rule's prefix again and sorting.
     last_nets: Vec<Vec<(u128, u8, i64)>>,
+    /// Subtables the current batch changed (their own logs say how), for the replay onto
+    /// the other version.
+    touched: Vec<u32>,
     prefixes: Arc<[PrefixField]>,
     seed: u64,
     n_rules: usize,
+}
+
+/// What one batch changed in the version it was applied to, per subtable (by index, with
+/// its [`Subtable`]'s log; none if the batch removed the subtable): what the replay onto the
+/// other version copies.
+#[derive(Debug)]
+pub(crate) struct Log<T>(Vec<(u32, Option<SubLog<T>>)>);
+
+impl<T> Default for Log<T> {
+    fn default() -> Self {
+        Log(Vec::new())
+    }
+}
+
+impl<T> Log<T> {
+    /// True if the batch changed nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl<T> RuleSet<T> {
@@ -100,6 +124,7 @@ impl<T> RuleSet<T> {
             tries: prefixes.iter().map(|_| Trie::default()).collect(),
             trie_pending: prefixes.iter().map(|_| Vec::new()).collect(),
             last_nets: prefixes.iter().map(|_| Vec::new()).collect(),
+            touched: Vec::new(),
             prefixes,
             seed,
             n_rules: 0,
@@ -343,14 +368,6 @@ impl<T> RuleSet<T> {
         self.apply_prim(p.clone(), true);
     }
 
-    /// A primitive of the batch `published` got last, replayed on this version: as
-    /// [`RuleSet::apply`], but given away (its rule moves into the table, which saves an
-    /// atomic increment and decrement of the rule's count), and the tries are brought up to
-    /// date by [`RuleSet::finish_replay`] from `published`'s net changes.
-    pub(crate) fn replay_owned(&mut self, p: Prim<T>) {
-        self.apply_prim(p, false);
-    }
-
     fn apply_prim(&mut self, p: Prim<T>, tries: bool) {
         match p {
             Prim::Insert(r) => {
@@ -359,6 +376,10 @@ impl<T> RuleSet<T> {
                     self.trie_update(&r, true);
                 }
                 let st = self.subtables[i].as_mut().expect("just made");
+                if st.log_is_empty() {
+                    self.touched
+                        .push(u32::try_from(i).expect("fewer than 4G subtables"));
+                }
                 st.insert(r, self.seed);
                 self.n_rules += 1;
             }
@@ -368,9 +389,13 @@ impl<T> RuleSet<T> {
                     return;
                 };
                 let st = self.subtables[i as usize].as_mut().expect("indexed");
+                let fresh = st.log_is_empty();
                 if st.remove(&r, self.seed).is_none() {
                     debug_assert!(false, "removing an unknown rule");
                     return;
+                }
+                if fresh {
+                    self.touched.push(i);
                 }
                 let empty = st.n_rules == 0;
                 self.n_rules -= 1;
@@ -386,6 +411,9 @@ impl<T> RuleSet<T> {
             Prim::Replace { new, .. } => {
                 if let Some(&i) = self.by_mask.get(&mask_id(&new.mask)) {
                     let st = self.subtables[i as usize].as_mut().expect("indexed");
+                    if st.log_is_empty() {
+                        self.touched.push(i);
+                    }
                     let old = st.replace(new, self.seed);
                     debug_assert!(old.is_some(), "replacing an unknown rule");
                 }
@@ -393,12 +421,57 @@ impl<T> RuleSet<T> {
         }
     }
 
-    /// [`RuleSet::finish_batch`] after replaying ([`RuleSet::replay_owned`]) the primitives
-    /// `published` got in its last batch, `published` now holding the same rules. Each trie
-    /// takes `published`'s net changes of that batch, already sorted; a trie whose changes
-    /// were large enough that the batch built it again is copied from `published` instead
-    /// (a copy of the nodes, where building costs a merge and a pass).
-    pub(crate) fn finish_replay(&mut self, published: &RuleSet<T>) {
+    /// Takes what the current batch changed (before the version is published).
+    pub(crate) fn take_log(&mut self) -> Log<T> {
+        let mut log = Vec::with_capacity(self.touched.len());
+        for i in self.touched.drain(..) {
+            // A subtable can be touched, emptied and made again at the same index: the log
+            // of whatever is there now, once.
+            let st = self.subtables[i as usize].as_mut();
+            log.push((i, st.map(Subtable::take_log)));
+        }
+        Log(log)
+    }
+
+    /// Brings this version up to `published`, to which the batch of `log` was applied last:
+    /// each subtable it changed moves its entries as the batch's growths moved the shared
+    /// cells and copies the entries the batch changed (the cells, stage indices and wide
+    /// values are shared already), subtables it made are copied and subtables it removed
+    /// dropped; the tries take `published`'s net changes of that batch (already sorted) or a
+    /// copy of a trie the batch built again; the order is `published`'s.
+    pub(crate) fn replay(&mut self, published: &RuleSet<T>, log: &Log<T>) {
+        debug_assert!(self.touched.is_empty());
+        if self.subtables.len() < published.subtables.len() {
+            self.subtables
+                .resize_with(published.subtables.len(), || None);
+        }
+        for (i, sublog) in &log.0 {
+            let iu = *i as usize;
+            let p = published.subtables.get(iu).and_then(Option::as_ref);
+            match (&mut self.subtables[iu], p, sublog) {
+                (Some(st), Some(p), Some(sublog)) if st.same_as(p) => {
+                    st.replay(p, sublog, self.seed);
+                }
+                (slot, p, _) => {
+                    if let Some(old) = slot.take() {
+                        if self.by_mask.get(&mask_id(&old.mask)) == Some(i) {
+                            self.by_mask.remove(&mask_id(&old.mask));
+                        }
+                    }
+                    if let Some(p) = p {
+                        self.by_mask.insert(mask_id(&p.mask), *i);
+                        let st = slot.insert(p.other_version());
+                        if let Some(sublog) = sublog {
+                            // Values the batch made and removed again.
+                            st.bury_emptied(sublog, self.seed);
+                        }
+                    }
+                }
+            }
+        }
+        self.free.clone_from(&published.free);
+        self.order.clone_from(&published.order);
+        self.n_rules = published.n_rules;
         let mut adds = Vec::new();
         for (t, trie) in self.tries.iter_mut().enumerate() {
             let nets = &published.last_nets[t];
@@ -418,7 +491,20 @@ impl<T> RuleSet<T> {
         for nets in &mut self.last_nets {
             nets.clear();
         }
-        self.finish_batch();
+    }
+
+    /// After a failed batch was undone (this version holds what the published one holds
+    /// again): forgets its changes and buries the cells it made.
+    ///
+    /// The subtables stay listed as changed: a growth in the failed batch stays (the other
+    /// version must move its entries at the next replay), and a subtable the batch emptied
+    /// and the undo made again is a new one (the other version must take it).
+    pub(crate) fn bury_rolled_back(&mut self) {
+        for i in &self.touched {
+            if let Some(st) = self.subtables[*i as usize].as_mut() {
+                st.bury_rolled_back(self.seed);
+            }
+        }
     }
 
     /// Re-sorts the subtables by highest priority after a batch of primitives.
@@ -477,7 +563,7 @@ impl<T> RuleSet<T> {
     /// merged prefix list ([`Trie::rebuild_with`]): sequential work over the whole trie, but no
     /// walk per prefix and no later re-layout. Smaller changes walk from a finger
     /// ([`Trie::insert_sorted`]), which costs little when the prefixes are close together.
-    /// The net changes are kept ([`RuleSet::finish_replay`] applies them to the other
+    /// The net changes are kept ([`RuleSet::replay`] applies them to the other
     /// version).
     fn apply_trie_pending(&mut self) {
         let mut adds: Vec<(u128, u8, u32)> = Vec::new();
@@ -506,13 +592,24 @@ impl<T> RuleSet<T> {
         }
     }
 
-    /// Approximate bytes held by this version's own structures (hash tables, indices,
-    /// tries), not counting the rules, which both versions share.
+    /// Approximate bytes held by this version's tables (arenas, tries, and the cells and
+    /// indices it shares with the other version), not counting the rules.
     pub fn heap_bytes(&self) -> usize {
+        self.own_bytes()
+            + self
+                .subtables
+                .iter()
+                .flatten()
+                .map(Subtable::shared_bytes)
+                .sum::<usize>()
+    }
+
+    /// [`RuleSet::heap_bytes`] without the arrays shared with the other version.
+    pub(crate) fn own_bytes(&self) -> usize {
         let mut n = self.subtables.capacity() * std::mem::size_of::<Option<Subtable<T>>>();
         n += self.order.capacity() * 8 + self.by_mask.capacity() * 16;
         for st in self.subtables.iter().flatten() {
-            n += st.heap_bytes();
+            n += st.own_bytes();
         }
         // The change lists a batch leaves behind (kept for the replay, reused by the next).
         for (pending, nets) in self.trie_pending.iter().zip(&self.last_nets) {

@@ -3,60 +3,55 @@
 //!
 //! The hash of a key is computed word by word over the mask's non-zero words only, in stage
 //! order, so the running hash after stage `k` is the hash of the key's stages `0..=k`. For
-//! every stage but the last, `stage_index[k]` counts the distinct masked values whose
-//! stages `0..=k` hash to each value. A lookup that misses the final table with wildcard
-//! tracking on finds the first stage whose partial hash no rule has: the packet misses at
-//! that stage, and only that stage's bits (and the earlier ones') were needed to know it.
+//! every stage but the last, a stage index counts the cells whose values' stages `0..=k`
+//! hash to each value. A lookup that misses the final table with wildcard tracking on finds
+//! the first stage whose partial hash no rule has: the packet misses at that stage, and only
+//! that stage's bits (and the earlier ones') were needed to know it.
 //!
-//! Entries sit in place in [`Cells`] (open addressing over the hash's upper bits, at most half
-//! full): a hit usually reads one cell, and a batch of lookups loads every key's home cell
-//! before comparing any (see [`RuleSet::lookup_batch`](crate::RuleSet::lookup_batch)).
+//! The cells and stage indices are shared by the classifier's two versions and written in
+//! place ([`crate::shared`]); each version keeps its own arena of entries beside the cells, at
+//! the same positions: a cell whose position is empty in a version's arena does not exist for
+//! it. A hit usually reads one cell and the arena slot beside it (both found from the hash and
+//! the small, cached tags alone, so neither load waits on the other); a batch of lookups loads
+//! every key's home cell and arena slot before comparing any (see
+//! [`RuleSet::lookup_batch`](crate::RuleSet::lookup_batch)).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use hashbrown::HashTable;
 use packet::key::FlowKey;
 
-use crate::cells::Cells;
 use crate::rule::{finish, mix_at, Mask, Rule};
+use crate::shared::{min_cells, Cell, SharedCells, SharedIndex, SharedWide, N_INLINE};
 use crate::trie::{prefix_mask, TrieMatch, Walk};
 use crate::PrefixField;
 
-/// Value words kept inline in a hash-table entry, so that a lookup compares them without
-/// touching the rule (one cache miss fewer); an exact 5-tuple has four.
-const N_INLINE: usize = 4;
-
-/// Tables of at least this many cells (192 KB of cells) are touched ahead by batch lookups;
+/// Tables of at least this many cells (320 KB of cells) are touched ahead by batch lookups;
 /// smaller ones stay in cache, and the extra pass would only cost.
 const TOUCH_CELLS: usize = 4096;
 
-/// The rules of one masked value, best first.
+/// The rules of one masked value in one version, best first.
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
-    /// The value words (zero-padded) if the mask has at most `N_INLINE`; otherwise `vals[0]`
-    /// is the entry's slot in its subtable's `wide` array.
-    vals: [u64; N_INLINE],
     head: Arc<Rule<T>>,
     /// Rules with the same match but lower priority, best first (rare, so boxed: an entry
-    /// is 48 bytes).
+    /// is 16 bytes).
     #[allow(clippy::box_collection)] // One thin pointer instead of a three-word `Vec`.
     rest: Option<Box<Vec<Arc<Rule<T>>>>>,
 }
 
-impl<T> Entry<T> {
-    fn new(rule: Arc<Rule<T>>, wide_slot: Option<usize>) -> Self {
-        let mut vals = [0; N_INLINE];
-        match wide_slot {
-            Some(slot) => vals[0] = slot as u64,
-            None => {
-                for (o, v) in vals.iter_mut().zip(rule.values.as_slice()) {
-                    *o = *v;
-                }
-            }
-        }
+impl<T> Clone for Entry<T> {
+    fn clone(&self) -> Self {
         Entry {
-            vals,
+            head: self.head.clone(),
+            rest: self.rest.clone(),
+        }
+    }
+}
+
+impl<T> Entry<T> {
+    fn new(rule: Arc<Rule<T>>) -> Self {
+        Entry {
             head: rule,
             rest: None,
         }
@@ -68,6 +63,17 @@ impl<T> Entry<T> {
 
     fn rest_mut(&mut self) -> &mut Vec<Arc<Rule<T>>> {
         self.rest.get_or_insert_with(Box::default)
+    }
+
+    /// Adds `rule` (a rank not present) in rank order.
+    fn add(&mut self, rule: Arc<Rule<T>>) {
+        if rule.rank > self.head.rank {
+            let old = std::mem::replace(&mut self.head, rule);
+            self.rest_mut().insert(0, old);
+        } else {
+            let at = self.rest().partition_point(|r| r.rank > rule.rank);
+            self.rest_mut().insert(at, rule);
+        }
     }
 }
 
@@ -131,18 +137,6 @@ impl TrieCtx<'_> {
 #[derive(Debug, Default)]
 struct Partial([u64; packet::key::STAGES.len() - 1], usize);
 
-/// The value words of entry `e` of a subtable whose mask has `n` words.
-#[inline]
-fn entry_values<'a, T>(e: &'a Entry<T>, n: usize, wide: &'a [u64]) -> &'a [u64] {
-    if n <= N_INLINE {
-        &e.vals[..n]
-    } else {
-        #[allow(clippy::cast_possible_truncation)] // A slot index, below `wide.len()`.
-        let slot = e.vals[0] as usize;
-        &wide[slot * n..(slot + 1) * n]
-    }
-}
-
 /// The hash of masked value words `values` at key words `idx` (for rehashing on growth).
 fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     let mut h = seed;
@@ -152,18 +146,70 @@ fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     finish(h)
 }
 
-/// Every rule with one mask.
+/// What the writer keeps about a subtable's shared arrays (both versions' subtables share
+/// it; only the writer locks it).
+#[derive(Debug, Default)]
+struct WriterState {
+    /// Wide slots no live cell names (masks of more than `N_INLINE` words).
+    free: Vec<u32>,
+    /// Wide slots handed out so far.
+    n_slots: u32,
+    /// Live cells and tombstones in the newest cell array.
+    live: usize,
+    tombs: usize,
+    /// Keys (counted down to zero or not) in the newest array of each stage index.
+    ix_keys: Vec<usize>,
+}
+
+/// What a batch changed in one subtable of the version it was applied to: what the replay
+/// onto the other version copies. Positions are in the newest cell array (a growth during the
+/// batch moves the ones recorded before it).
+#[derive(Debug)]
+pub(crate) struct SubLog<T> {
+    /// Arena positions whose entry changed.
+    touched: Vec<u32>,
+    /// Positions whose entry became empty, with a rule that was there (its value finds the
+    /// stage-index counts): their cells are buried once no version uses them.
+    emptied: Vec<(u32, Arc<Rule<T>>)>,
+    /// Each growth of the batch: the new position of each old position (`u32::MAX`: a
+    /// tombstone, dropped), and the new array's size.
+    moves: Vec<(Vec<u32>, usize)>,
+}
+
+impl<T> Default for SubLog<T> {
+    fn default() -> Self {
+        SubLog {
+            touched: Vec::new(),
+            emptied: Vec::new(),
+            moves: Vec::new(),
+        }
+    }
+}
+
+impl<T> SubLog<T> {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.touched.is_empty() && self.emptied.is_empty() && self.moves.is_empty()
+    }
+}
+
+/// Every rule with one mask, in one version.
 #[derive(Debug)]
 pub(crate) struct Subtable<T> {
     pub(crate) mask: Arc<Mask>,
-    /// The entries by hash.
-    table: Cells<Entry<T>>,
-    /// For masks of more than `N_INLINE` words: every entry's value words, one slot of
-    /// `mask.idx.len()` words per entry, so that a lookup compares them in one dense array
-    /// instead of in rules scattered over the heap.
-    wide: Vec<u64>,
+    /// The cells, shared with the other version (see [`crate::shared`]).
+    cells: Arc<SharedCells>,
+    /// For masks of more than `N_INLINE` words: the cells' value words, `mask.idx.len()` per
+    /// wide slot, so that a lookup compares them in one dense array instead of in rules
+    /// scattered over the heap.
+    wide: Arc<SharedWide>,
     /// Partial-hash counts for each touched stage but the last.
-    stage_index: Box<[HashTable<(u64, u32)>]>,
+    index: Box<[Arc<SharedIndex>]>,
+    /// Shared with the other version's subtable for the same mask.
+    ws: Arc<Mutex<WriterState>>,
+    /// This version's entries, by cell position (as long as `cells`).
+    arena: Vec<Option<Entry<T>>>,
+    /// What the current batch changed here (the spare's only).
+    log: SubLog<T>,
     /// Rules per priority, to know the highest.
     priorities: BTreeMap<u32, u32>,
     pub(crate) n_rules: usize,
@@ -174,12 +220,135 @@ impl<T> Subtable<T> {
         let n_index = mask.stage_ends.len().saturating_sub(1);
         Subtable {
             mask,
-            table: Cells::default(),
-            wide: Vec::new(),
-            stage_index: (0..n_index).map(|_| HashTable::new()).collect(),
+            cells: Arc::default(),
+            wide: Arc::default(),
+            index: (0..n_index).map(|_| Arc::default()).collect(),
+            ws: Arc::new(Mutex::new(WriterState {
+                ix_keys: vec![0; n_index],
+                ..WriterState::default()
+            })),
+            arena: Vec::new(),
+            log: SubLog::default(),
             priorities: BTreeMap::new(),
             n_rules: 0,
         }
+    }
+
+    /// This subtable as the other version has it: the same shared arrays, a copy of the
+    /// entries (for a subtable the last batch made).
+    pub(crate) fn other_version(&self) -> Self {
+        Subtable {
+            mask: self.mask.clone(),
+            cells: self.cells.clone(),
+            wide: self.wide.clone(),
+            index: self.index.clone(),
+            ws: self.ws.clone(),
+            arena: self.arena.clone(),
+            log: SubLog::default(),
+            priorities: self.priorities.clone(),
+            n_rules: self.n_rules,
+        }
+    }
+
+    /// True if `other` is this subtable in the other version (they share their arrays).
+    pub(crate) fn same_as(&self, other: &Subtable<T>) -> bool {
+        Arc::ptr_eq(&self.ws, &other.ws)
+    }
+
+    /// True if the current batch changed nothing here.
+    pub(crate) fn log_is_empty(&self) -> bool {
+        self.log.is_empty()
+    }
+
+    /// Takes what the current batch changed here (before the version is published).
+    pub(crate) fn take_log(&mut self) -> SubLog<T> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Brings this version up to `published` (the same subtable, see [`Subtable::same_as`]),
+    /// to which the batch of `log` was applied: moves this version's entries as the batch's
+    /// growths moved the cells, takes the shared arrays, the priorities and the entries the
+    /// batch changed, then buries the cells the batch emptied that neither version uses.
+    pub(crate) fn replay(&mut self, published: &Subtable<T>, log: &SubLog<T>, seed: u64) {
+        for (to, len) in &log.moves {
+            let mut arena: Vec<Option<Entry<T>>> = Vec::new();
+            arena.resize_with(*len, || None);
+            for (from, e) in self.arena.iter_mut().enumerate() {
+                if let Some(e) = e.take() {
+                    // A cell a growth dropped was a tombstone: no version had an entry there.
+                    debug_assert!(to[from] != u32::MAX, "an entry at a dropped cell");
+                    arena[to[from] as usize] = Some(e);
+                }
+            }
+            self.arena = arena;
+        }
+        if !Arc::ptr_eq(&self.cells, &published.cells) {
+            self.cells = published.cells.clone();
+        }
+        if !Arc::ptr_eq(&self.wide, &published.wide) {
+            self.wide = published.wide.clone();
+        }
+        for (mine, theirs) in self.index.iter_mut().zip(published.index.iter()) {
+            if !Arc::ptr_eq(mine, theirs) {
+                *mine = theirs.clone();
+            }
+        }
+        self.priorities.clone_from(&published.priorities);
+        self.n_rules = published.n_rules;
+        if self.arena.len() < published.arena.len() {
+            self.arena.resize_with(published.arena.len(), || None);
+        }
+        for &at in &log.touched {
+            let at = at as usize;
+            self.arena[at] = published.arena[at].clone();
+        }
+        self.bury(&log.emptied, seed);
+    }
+
+    /// Buries the cells of `emptied` positions that this version does not use (after a
+    /// replay or a roll-back, this version holds what the published one holds): each becomes
+    /// a tombstone, its stage-index counts fall and its wide slot is free.
+    pub(crate) fn bury(&mut self, emptied: &[(u32, Arc<Rule<T>>)], seed: u64) {
+        if emptied.is_empty() {
+            return;
+        }
+        let ws = self.ws.clone();
+        let mut ws = ws.lock().unwrap_or_else(PoisonError::into_inner);
+        for (at, rule) in emptied {
+            let at = *at as usize;
+            if self.arena.get(at).is_some_and(Option::is_some) || !self.cells.is_live(at) {
+                // Used again (the value came back), or buried already (emptied twice).
+                continue;
+            }
+            let mut partial = Partial::default();
+            self.hashes(rule.values.as_slice(), seed, &mut partial);
+            let slot = self.cells.cell(at).slot();
+            self.cells.bury(at);
+            ws.live -= 1;
+            ws.tombs += 1;
+            for (j, ph) in partial.0[..partial.1].iter().enumerate() {
+                let counted = self.index[j].dec(*ph);
+                debug_assert!(counted, "a buried value was not counted");
+            }
+            if self.mask.idx.len() > N_INLINE {
+                ws.free.push(slot);
+            }
+        }
+    }
+
+    /// [`Subtable::bury`] for the positions `log` emptied.
+    pub(crate) fn bury_emptied(&mut self, log: &SubLog<T>, seed: u64) {
+        self.bury(&log.emptied, seed);
+    }
+
+    /// After a failed batch was undone (this version holds what the published one holds
+    /// again): forgets its changes and buries the cells it made.
+    pub(crate) fn bury_rolled_back(&mut self, seed: u64) {
+        let log = self.take_log();
+        // A growth during the failed batch stays: the published version takes the new array
+        // at the next replay, which must then move its entries too.
+        self.log.moves = log.moves;
+        self.bury(&log.emptied, seed);
     }
 
     /// Highest priority of a rule here (0 when empty).
@@ -206,54 +375,151 @@ impl<T> Subtable<T> {
         finish(h)
     }
 
-    /// Adds `rule` (not present yet). One probe of the hash table (and of each stage
-    /// index): found, the rule joins the entry; not found, a new entry is made.
+    /// This version's entry at position `at`.
+    #[inline]
+    fn entry(&self, at: usize) -> Option<&Entry<T>> {
+        self.arena.get(at)?.as_ref()
+    }
+
+    /// True if cell `c` holds masked value words `values`.
+    #[inline]
+    fn cell_holds(&self, c: &Cell, values: &[u64]) -> bool {
+        let n = values.len();
+        if n <= N_INLINE {
+            c.holds(values)
+        } else {
+            self.wide.holds(c.slot() as usize * n, values)
+        }
+    }
+
+    /// The live cell holding `values` (hash `hash`), whether or not this version uses it (a
+    /// value has at most one live cell).
+    fn cell_of(&self, values: &[u64], hash: u64) -> Option<usize> {
+        self.cells.find(hash, |_, c| self.cell_holds(c, values))
+    }
+
+    /// The position of the entry this version has for `values`, if any.
+    fn position(&self, values: &[u64], hash: u64) -> Option<usize> {
+        let at = self.cell_of(values, hash)?;
+        self.entry(at).map(|_| at)
+    }
+
+    /// Records that the entry at `at` changed (or emptied, with `rule` a rule that was there).
+    fn note(&mut self, at: usize, emptied: Option<&Arc<Rule<T>>>) {
+        let at = u32::try_from(at).expect("fewer than 4G cells");
+        self.log.touched.push(at);
+        if let Some(r) = emptied {
+            self.log.emptied.push((at, r.clone()));
+        }
+    }
+
+    /// Adds `rule` (no rule with its match and rank is here). Found, the rule joins its
+    /// value's entry (or brings back the cell in this version); not found, a new cell is
+    /// made, for both versions, and counted in the stage indices.
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T>>, seed: u64) {
-        use hashbrown::hash_table::Entry as Slot;
         let mut partial = Partial::default();
         let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
         *self.priorities.entry(rule.priority).or_insert(0) += 1;
         self.n_rules += 1;
-        let n = self.mask.idx.len();
-        let values = rule.values.as_slice();
-        let wide = &self.wide;
-        if let Some(at) = self
-            .table
-            .find(hash, |e| entry_values(e, n, wide) == values)
-        {
-            let e = self.table.get_mut(at).expect("found");
-            if rule.rank > e.head.rank {
-                let old = std::mem::replace(&mut e.head, rule);
-                e.rest_mut().insert(0, old);
-            } else {
-                let at = e.rest().partition_point(|r| r.rank > rule.rank);
-                e.rest_mut().insert(at, rule);
-            }
-            return;
+        let at = match self.cell_of(rule.values.as_slice(), hash) {
+            Some(at) => at,
+            None => self.new_cell(rule.values.as_slice(), hash, &partial, seed),
+        };
+        match self.arena[at].as_mut() {
+            Some(e) => e.add(rule),
+            None => self.arena[at] = Some(Entry::new(rule)),
         }
-        let wide_slot = (n > N_INLINE).then(|| {
-            self.wide.extend_from_slice(values);
-            self.wide.len() / n - 1
-        });
-        let (idx, wide) = (&self.mask.idx, &self.wide);
-        self.table.insert(hash, Entry::new(rule, wide_slot), |e| {
-            rehash(idx, entry_values(e, n, wide), seed)
-        });
-        for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
-            match ix.entry(ph, |e| e.0 == ph, |e| e.0) {
-                Slot::Occupied(mut o) => o.get_mut().1 += 1,
-                Slot::Vacant(v) => {
-                    v.insert((ph, 1));
-                }
-            }
-        }
+        self.note(at, None);
     }
 
-    /// The position of the entry holding masked value words `values` (hash `hash`).
-    fn position(&self, values: &[u64], hash: u64) -> Option<usize> {
+    /// Makes a cell for `values` (hash `hash`, partial hashes `partial`), growing the arrays
+    /// as needed; returns its position.
+    fn new_cell(&mut self, values: &[u64], hash: u64, partial: &Partial, seed: u64) -> usize {
+        let n = values.len();
+        let ws = self.ws.clone();
+        let mut ws = ws.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = if n > N_INLINE {
+            let s = ws.free.pop().unwrap_or_else(|| {
+                ws.n_slots += 1;
+                ws.n_slots - 1
+            });
+            let end = (s as usize + 1) * n;
+            if self.wide.len() < end {
+                let want = (end * 2).max(min_cells() * n);
+                self.wide = Arc::new(SharedWide::grown(&self.wide, want));
+            }
+            self.wide.put(s as usize * n, values);
+            s
+        } else {
+            0
+        };
+        if (ws.live + ws.tombs + 1) * 2 > self.cells.n_cells() {
+            self.regrow_cells(&mut ws, seed);
+        }
+        let (at, tomb) = self.cells.free_cell(hash);
+        let slot_word = [u64::from(slot)];
+        let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
+        self.cells.put(at, hash, inline);
+        ws.live += 1;
+        ws.tombs -= usize::from(tomb);
+        for (j, ph) in partial.0[..partial.1].iter().enumerate() {
+            if (ws.ix_keys[j] + 1) * 2 > self.index[j].n_slots() {
+                let (new, keys) = self.index[j].regrown((ws.ix_keys[j] + 1) * 2 + 1);
+                self.index[j] = Arc::new(new);
+                ws.ix_keys[j] = keys;
+            }
+            if self.index[j].inc(*ph) {
+                ws.ix_keys[j] += 1;
+            }
+        }
+        at
+    }
+
+    /// Copies the live cells into a new array with room for twice as many (tombstones
+    /// dropped) and moves this version's entries along; the other version takes the array
+    /// and moves its entries the same way at its next replay (from the log).
+    fn regrow_cells(&mut self, ws: &mut WriterState, seed: u64) {
+        // At most half full after the next insert (as a doubling leaves it), tombstones gone.
+        let len = ((ws.live + 1) * 2 + 1).next_power_of_two().max(min_cells());
+        let new = SharedCells::with_cells(len);
         let n = self.mask.idx.len();
-        self.table
-            .find(hash, |e| entry_values(e, n, &self.wide) == values)
+        let mut to = vec![u32::MAX; self.cells.n_cells()];
+        let mut arena: Vec<Option<Entry<T>>> = Vec::new();
+        arena.resize_with(len, || None);
+        let mut buf = [0u64; N_INLINE];
+        let mut wide_buf = Vec::new();
+        for from in self.cells.live() {
+            let c = self.cells.cell(from);
+            let s = c.slot();
+            let values: &[u64] = if n <= N_INLINE {
+                for (k, v) in buf[..n].iter_mut().enumerate() {
+                    *v = c.val(k);
+                }
+                &buf[..n]
+            } else {
+                wide_buf.clear();
+                wide_buf.extend((0..n).map(|k| self.wide.word(s as usize * n + k)));
+                &wide_buf
+            };
+            let hash = rehash(&self.mask.idx, values, seed);
+            let (at, _) = new.free_cell(hash);
+            let slot_word = [u64::from(s)];
+            let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
+            new.put(at, hash, inline);
+            to[from] = u32::try_from(at).expect("fewer than 4G cells");
+            arena[at] = self.arena.get_mut(from).and_then(Option::take);
+        }
+        // What the batch recorded so far moves too.
+        for at in &mut self.log.touched {
+            *at = to[*at as usize];
+        }
+        for (at, _) in &mut self.log.emptied {
+            *at = to[*at as usize];
+        }
+        self.log.moves.push((to, len));
+        self.cells = Arc::new(new);
+        self.arena = arena;
+        ws.tombs = 0;
     }
 
     /// Finds the rule with masked value words `values` and priority `priority`.
@@ -264,7 +530,7 @@ impl<T> Subtable<T> {
         seed: u64,
     ) -> Option<&Arc<Rule<T>>> {
         let hash = self.hashes(values, seed, &mut Partial::default());
-        let e = self.table.get(self.position(values, hash)?)?;
+        let e = self.entry(self.position(values, hash)?)?;
         std::iter::once(&e.head)
             .chain(e.rest().iter())
             .find(|r| r.priority == priority)
@@ -272,37 +538,29 @@ impl<T> Subtable<T> {
 
     /// Removes the rule with `rule`'s match and rank; returns it, or `None` if absent.
     pub(crate) fn remove(&mut self, rule: &Rule<T>, seed: u64) -> Option<Arc<Rule<T>>> {
-        let mut partial = Partial::default();
-        let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
+        let hash = self.hashes(rule.values.as_slice(), seed, &mut Partial::default());
         let at = self.position(rule.values.as_slice(), hash)?;
-        let e = self.table.get_mut(at)?;
-        let removed = if e.head.rank == rule.rank {
+        let e = self.arena[at].as_mut()?;
+        let (removed, emptied) = if e.head.rank == rule.rank {
             if e.rest().is_empty() {
-                let entry = self.remove_entry(at, seed)?;
-                for (ix, ph) in self.stage_index.iter_mut().zip(partial.0) {
-                    if let Ok(mut o) = ix.find_entry(ph, |e| e.0 == ph) {
-                        o.get_mut().1 -= 1;
-                        if o.get().1 == 0 {
-                            o.remove();
-                        }
-                    }
-                }
-                entry.head
+                let e = self.arena[at].take()?;
+                (e.head, true)
             } else {
                 let next = e.rest_mut().remove(0);
                 if e.rest().is_empty() {
                     e.rest = None;
                 }
-                std::mem::replace(&mut e.head, next)
+                (std::mem::replace(&mut e.head, next), false)
             }
         } else {
-            let at = e.rest().iter().position(|r| r.rank == rule.rank)?;
-            let r = e.rest_mut().remove(at);
+            let i = e.rest().iter().position(|r| r.rank == rule.rank)?;
+            let r = e.rest_mut().remove(i);
             if e.rest().is_empty() {
                 e.rest = None;
             }
-            r
+            (r, false)
         };
+        self.note(at, emptied.then_some(&removed));
         self.n_rules -= 1;
         if let std::collections::btree_map::Entry::Occupied(mut o) =
             self.priorities.entry(removed.priority)
@@ -315,40 +573,17 @@ impl<T> Subtable<T> {
         Some(removed)
     }
 
-    /// Removes the entry at position `at` and gives back its `wide` slot (moving the last
-    /// slot into it).
-    fn remove_entry(&mut self, at: usize, seed: u64) -> Option<Entry<T>> {
-        let n = self.mask.idx.len();
-        let (idx, wide) = (&self.mask.idx, &self.wide);
-        let entry = self
-            .table
-            .remove(at, |e| rehash(idx, entry_values(e, n, wide), seed))?;
-        if n > N_INLINE {
-            let slot = usize::try_from(entry.vals[0]).expect("a slot index");
-            let last = self.wide.len() / n - 1;
-            if slot != last {
-                self.wide.copy_within(last * n..(last + 1) * n, slot * n);
-                let hash = rehash(&self.mask.idx, &self.wide[slot * n..(slot + 1) * n], seed);
-                let moved = self
-                    .table
-                    .find(hash, |e| e.vals[0] == last as u64)
-                    .expect("every wide slot belongs to an entry");
-                self.table.get_mut(moved).expect("found").vals[0] = slot as u64;
-            }
-            self.wide.truncate(last * n);
-        }
-        Some(entry)
-    }
-
     /// Replaces the rule with `new`'s match and rank by `new`; returns the old one.
     pub(crate) fn replace(&mut self, new: Arc<Rule<T>>, seed: u64) -> Option<Arc<Rule<T>>> {
         let hash = self.hashes(new.values.as_slice(), seed, &mut Partial::default());
         let at = self.position(new.values.as_slice(), hash)?;
-        let e = self.table.get_mut(at)?;
+        let e = self.arena[at].as_mut()?;
         let slot = std::iter::once(&mut e.head)
             .chain(e.rest.iter_mut().flat_map(|v| v.iter_mut()))
             .find(|r| r.rank == new.rank)?;
-        Some(std::mem::replace(slot, new))
+        let old = std::mem::replace(slot, new);
+        self.note(at, None);
+        Some(old)
     }
 
     /// The best rule here that `key` matches, without wildcard tracking.
@@ -368,42 +603,52 @@ impl<T> Subtable<T> {
         finish(h)
     }
 
-    /// [`Subtable::find`] with the key's hash already computed.
+    /// [`Subtable::find`] with the key's hash already computed. Cells this version does
+    /// not use are passed over (see [`crate::shared`]).
     #[inline]
     pub(crate) fn find_hashed(&self, key: &FlowKey, hash: u64) -> Option<&Arc<Rule<T>>> {
-        let at = self.table.find(hash, |e| self.entry_matches(e, key))?;
-        self.table.get(at).map(|e| &e.head)
-    }
-
-    /// True if entry `e` holds `key`'s words under this subtable's mask.
-    #[inline]
-    fn entry_matches(&self, e: &Entry<T>, key: &FlowKey) -> bool {
         let m = &*self.mask;
-        entry_values(e, m.idx.len(), &self.wide)
-            .iter()
-            .zip(m.idx.iter().zip(m.bits.iter()))
-            .all(|(v, (i, b))| key.words[usize::from(*i)] & b == *v)
+        let n = m.idx.len();
+        let at = if n <= N_INLINE {
+            let mut want = [0u64; N_INLINE];
+            for (w, (i, b)) in want.iter_mut().zip(m.idx.iter().zip(m.bits.iter())) {
+                *w = key.words[usize::from(*i)] & b;
+            }
+            // The arena slot's load does not wait on the cell's: both addresses come from `at`.
+            self.cells.find(hash, |at, c| {
+                self.entry(at).is_some() && c.holds(&want[..n])
+            })?
+        } else {
+            self.cells.find(hash, |at, c| {
+                let w = c.slot() as usize * n;
+                self.entry(at).is_some()
+                    && m.idx
+                        .iter()
+                        .zip(m.bits.iter())
+                        .enumerate()
+                        .all(|(k, (i, b))| self.wide.word(w + k) == key.words[usize::from(*i)] & b)
+            })?
+        };
+        self.entry(at).map(|e| &e.head)
     }
 
     /// Loads what a hit on `hash` reads first, if its home cell's tag matches: the home
-    /// cell's first value word (or, for wide masks, the first word of its `wide` slot) and
-    /// its rule pointer. The
-    /// load depends on no other key's, so a batch issues all of them before any comparison
-    /// waits; returns a word derived from them, so that the loads are not optimised away.
+    /// cell's first value word (or, for wide masks, the first word of its wide slot) and the
+    /// arena slot beside it. The loads depend on no other key's, so a batch issues all of
+    /// them before any comparison waits; returns a word derived from them, so that the loads
+    /// are not optimised away.
     #[inline]
     pub(crate) fn touch(&self, hash: u64) -> u64 {
-        let Some(e) = self.table.home(hash) else {
+        let Some((at, c)) = self.cells.home_cell(hash) else {
             return 0;
         };
         let n = self.mask.idx.len();
         let first = if n <= N_INLINE {
-            e.vals[0]
+            c.val(0)
         } else {
-            #[allow(clippy::cast_possible_truncation)] // A slot index.
-            let slot = e.vals[0] as usize;
-            self.wide.get(slot * n).copied().unwrap_or(0)
+            self.wide.word(c.slot() as usize * n)
         };
-        first ^ (Arc::as_ptr(&e.head) as u64)
+        first ^ self.entry(at).map_or(0, |e| Arc::as_ptr(&e.head) as u64)
     }
 
     /// After [`Subtable::find`] missed: ORs into `wc` the bits that prove the miss for
@@ -433,7 +678,7 @@ impl<T> Subtable<T> {
             }
             pos = end;
             let ph = finish(h);
-            if self.stage_index[j].find(ph, |e| e.0 == ph).is_none() {
+            if !self.index[j].contains(ph) {
                 m.or_into(wc, end);
                 return;
             }
@@ -445,22 +690,26 @@ impl<T> Subtable<T> {
     /// loading its keys' home cells ahead ([`Subtable::touch`]).
     #[inline]
     pub(crate) fn worth_touching(&self) -> bool {
-        self.table.n_cells() >= TOUCH_CELLS
+        self.cells.n_cells() >= TOUCH_CELLS
     }
 
     /// Every rule here.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &Arc<Rule<T>>> {
-        self.table
+        self.arena
             .iter()
+            .flatten()
             .flat_map(|e| std::iter::once(&e.head).chain(e.rest().iter()))
     }
 
-    /// Bytes held by this subtable's tables (not the rules).
-    pub(crate) fn heap_bytes(&self) -> usize {
-        let mut n = self.table.heap_bytes() + self.wide.capacity() * 8;
-        for ix in self.stage_index.iter() {
-            n += ix.capacity() * (std::mem::size_of::<(u64, u32)>() + 1);
-        }
-        n + self.priorities.len() * 32
+    /// Bytes held by this version alone (its arena and priorities, not the rules).
+    pub(crate) fn own_bytes(&self) -> usize {
+        self.arena.capacity() * std::mem::size_of::<Option<Entry<T>>>() + self.priorities.len() * 32
+    }
+
+    /// Bytes of the arrays both versions share.
+    pub(crate) fn shared_bytes(&self) -> usize {
+        self.cells.heap_bytes()
+            + self.wide.heap_bytes()
+            + self.index.iter().map(|ix| ix.heap_bytes()).sum::<usize>()
     }
 }

@@ -16,7 +16,7 @@ use openflow::Match;
 use packet::key::{fields, FlowKey, KeyField};
 
 use crate::rule::{rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES};
-use crate::ruleset::{Prim, RuleSet};
+use crate::ruleset::{Log, Prim, RuleSet};
 use crate::{Error, PrefixField};
 
 /// One change in a [`Batch`].
@@ -160,8 +160,8 @@ fn validate_mask(m: &Match) -> Result<(), Error> {
 pub struct Classifier<T> {
     shared: Arc<ArcSwap<RuleSet<T>>>,
     spare: Arc<RuleSet<T>>,
-    /// Primitives applied to the published version and not yet to the spare.
-    pending: Vec<Prim<T>>,
+    /// What the last batch changed in the published version and not yet in the spare.
+    pending: Log<T>,
     masks: HashMap<FlowKey, Arc<Mask>, WordBuildHasher>,
     /// The mask interned last (also in `masks`).
     last_mask: Option<Arc<Mask>>,
@@ -241,7 +241,7 @@ impl<T> Classifier<T> {
         Ok(Classifier {
             shared: Arc::new(ArcSwap::from_pointee(a)),
             spare: Arc::new(b),
-            pending: Vec::new(),
+            pending: Log::default(),
             masks: HashMap::default(),
             last_mask: None,
             masks_pruned_at: 0,
@@ -299,7 +299,7 @@ impl<T> Classifier<T> {
     /// Memory held by the rules and both versions' tables (allocator overhead not included).
     pub fn memory(&self) -> MemoryStats {
         let published = self.shared.load();
-        let table_bytes = published.heap_bytes() + self.spare.heap_bytes();
+        let table_bytes = published.heap_bytes() + self.spare.own_bytes();
         let mut rule_bytes = 0;
         for r in published.rules() {
             // `ArcInner` adds two counters; the stats live in their own `Arc`.
@@ -398,6 +398,9 @@ impl<T> Classifier<T> {
             spare.apply(&p.inverse());
         }
         spare.finish_batch();
+        // The spare holds what the published version holds again: nothing to replay, and
+        // the cells the batch made are buried now (no version uses their slots).
+        spare.bury_rolled_back();
     }
 
     /// Publishes the spare, on which `applied` was applied; the version readers leave
@@ -405,12 +408,13 @@ impl<T> Classifier<T> {
     fn publish(&mut self, applied: Vec<Prim<T>>) {
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
         spare.finish_batch();
+        self.pending = spare.take_log();
+        drop(applied);
         self.spare = self.shared.swap(self.spare.clone());
-        self.pending = applied;
         self.prune_masks();
     }
 
-    /// Waits until no reader holds the spare, then replays the pending primitives on it.
+    /// Waits until no reader holds the spare, then brings it up to the published version.
     fn sync_spare(&mut self) {
         let mut spins = 0u32;
         while Arc::get_mut(&mut self.spare).is_none() {
@@ -421,14 +425,13 @@ impl<T> Classifier<T> {
             }
             spins = spins.saturating_add(1);
         }
+        if self.pending.is_empty() {
+            return;
+        }
         let published = self.shared.load_full();
         let spare = Arc::get_mut(&mut self.spare).expect("checked above");
-        if !self.pending.is_empty() {
-            for p in self.pending.drain(..) {
-                spare.replay_owned(p);
-            }
-            spare.finish_replay(&published);
-        }
+        let log = std::mem::take(&mut self.pending);
+        spare.replay(&published, &log);
     }
 
     /// [`validate`], skipping the prerequisite check when the mask and prerequisite bits are

@@ -1,0 +1,490 @@
+//! The arrays a subtable's two versions share: its cells, its stage indices and the value
+//! words of wide masks. The writer changes them in place while readers of the published
+//! version probe them; every word is an atomic (on x86-64 a relaxed or acquire load is a
+//! plain load, so a probe costs what it cost in a private array).
+//!
+//! What a version sees is decided by that version alone: a cell holds a value, and the entry
+//! (the rules with that value) lives at the cell's position in each version's own arena
+//! ([`Subtable`](crate::subtable::Subtable)), an array beside the cells. A cell whose arena
+//! slot is empty in a version is invisible to it. So an insert writes its cell and its stage
+//! indices once, for both versions, and the replay of a batch onto the other version only
+//! copies arena slots (see the crate documentation). A lookup loads the cell and the arena
+//! slot at the same position together: neither load waits on the other.
+//!
+//! Protocol (one writer, readers of the published version):
+//!
+//! - **Cells.** The writer fills a cell's words, then publishes its tag with release; a reader
+//!   loads the tag with acquire, then the words. A cell's value never changes while some version's
+//!   arena uses its position: a removal empties the arena slot in one version, the replay in the
+//!   other, and only then does the cell become a tombstone (`TOMB`), free for reuse. A reader that
+//!   meets a cell being reused may read a mix of the old value and the new one, but the arena slot
+//!   at that position is empty in its version (emptied in both before the burial, filled again only
+//!   in the spare), and a probe that finds a value whose arena slot is empty goes on probing: a
+//!   torn read costs at most a longer probe.
+//! - **Probes stop only at `EMPTY`.** Cells are never emptied in place: growth copies the live
+//!   cells (and drops tombstones) into a new array, which the spare takes at once (its arena moved
+//!   along) and the published version at the next replay (its arena moved the same way, from the
+//!   growth's record of where each cell went). The writer writes only the newest array; readers of
+//!   the old version keep reading the old, frozen one, which holds every cell their version can
+//!   see.
+//! - **Stage indices** count, per partial hash, the live cells (not the visible entries) with it: a
+//!   count rises when a cell is made, before the version that sees it is published, and falls when
+//!   the cell becomes a tombstone, after no version sees it. An index is thus a superset of what
+//!   any reader's version holds: it may say "present" for a value a reader cannot see (the lookup
+//!   then consults one stage more, as an index of 32-bit hashes may anyway), never "absent" for one
+//!   it can. Keys whose count fell to zero stay in place (so that probes past them still find what
+//!   follows) until the next growth drops them.
+//! - **Wide values** (masks of more than `N_INLINE` words) live in an array by *wide slot* (the
+//!   cell's `slot` word), written before the cell that refers to them is published, unchanged while
+//!   the cell is live.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+/// The tag of `hash`: eight bits the home position does not use, with the top bit set (never
+/// `EMPTY`, `TOMB` or any other value below `0x80` that a table may give a meaning).
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // Eight bits on purpose.
+pub(crate) fn tag(hash: u64) -> u8 {
+    (hash >> 24) as u8 | 0x80
+}
+
+/// The home cell of `hash` in a table of `mask + 1` cells (a power of two).
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // Masked to the table size.
+pub(crate) fn home(hash: u64, mask: usize) -> usize {
+    ((hash >> 32) as usize) & mask
+}
+
+/// Value words kept in a cell, so that a lookup compares them without touching the rule (one
+/// cache miss fewer); an exact 5-tuple has four.
+pub(crate) const N_INLINE: usize = 4;
+
+const EMPTY: u8 = 0;
+const TOMB: u8 = 1;
+/// Fewest cells (and index slots) a non-empty array has.
+const MIN_CELLS: usize = 8;
+
+/// One cell: up to `N_INLINE` value words, or for wide masks the slot of its values in
+/// [`SharedWide`] (in the first word). 32 bytes: two to a cache line, none across two.
+#[derive(Debug, Default)]
+#[repr(align(32))]
+pub(crate) struct Cell {
+    vals: [AtomicU64; N_INLINE],
+}
+
+impl Cell {
+    /// The value word `k`.
+    #[inline]
+    pub(crate) fn val(&self, k: usize) -> u64 {
+        self.vals[k].load(Ordering::Relaxed)
+    }
+
+    /// The first `N` value words, compared with `want` (all loads issued, no early exit: the
+    /// words share a cache line or two, and a branch per word costs more than the loads).
+    #[inline]
+    fn eq_n<const N: usize>(&self, want: &[u64]) -> bool {
+        let mut eq = true;
+        for (w, v) in self.vals[..N].iter().zip(&want[..N]) {
+            eq &= w.load(Ordering::Relaxed) == *v;
+        }
+        eq
+    }
+
+    /// True if the cell's first `want.len()` (at most `N_INLINE`) value words are `want`.
+    #[inline]
+    pub(crate) fn holds(&self, want: &[u64]) -> bool {
+        match want.len() {
+            0 => true,
+            1 => self.eq_n::<1>(want),
+            2 => self.eq_n::<2>(want),
+            3 => self.eq_n::<3>(want),
+            _ => self.eq_n::<4>(want),
+        }
+    }
+
+    /// The wide slot (masks of more than `N_INLINE` words).
+    #[inline]
+    #[allow(clippy::cast_possible_truncation)] // Stored from a `u32`.
+    pub(crate) fn slot(&self) -> u32 {
+        self.vals[0].load(Ordering::Relaxed) as u32
+    }
+}
+
+/// A subtable's cells (see the module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct SharedCells {
+    tags: Box<[AtomicU8]>,
+    cells: Box<[Cell]>,
+}
+
+impl SharedCells {
+    /// An array of `len` (a power of two, or 0) empty cells.
+    pub(crate) fn with_cells(len: usize) -> Self {
+        SharedCells {
+            tags: (0..len).map(|_| AtomicU8::new(EMPTY)).collect(),
+            cells: (0..len).map(|_| Cell::default()).collect(),
+        }
+    }
+
+    /// Number of cells.
+    #[inline]
+    pub(crate) fn n_cells(&self) -> usize {
+        self.cells.len()
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.cells.len().wrapping_sub(1)
+    }
+
+    /// The cell at `at`.
+    #[inline]
+    pub(crate) fn cell(&self, at: usize) -> &Cell {
+        &self.cells[at]
+    }
+
+    /// The first position on `hash`'s probe sequence whose tag is `hash`'s and for which `is`
+    /// holds. Stops at an empty cell.
+    #[inline]
+    pub(crate) fn find(
+        &self,
+        hash: u64,
+        mut is: impl FnMut(usize, &Cell) -> bool,
+    ) -> Option<usize> {
+        if self.cells.is_empty() {
+            return None;
+        }
+        let mask = self.mask();
+        let want = tag(hash);
+        let mut b = home(hash, mask);
+        loop {
+            match self.tags[b].load(Ordering::Acquire) {
+                EMPTY => return None,
+                t if t == want && is(b, &self.cells[b]) => return Some(b),
+                _ => b = (b + 1) & mask,
+            }
+        }
+    }
+
+    /// The home cell of `hash` and its position, if its tag is `hash`'s (what a hit at home
+    /// reads first).
+    #[inline]
+    pub(crate) fn home_cell(&self, hash: u64) -> Option<(usize, &Cell)> {
+        if self.cells.is_empty() {
+            return None;
+        }
+        let b = home(hash, self.mask());
+        if self.tags[b].load(Ordering::Acquire) != tag(hash) {
+            return None;
+        }
+        Some((b, &self.cells[b]))
+    }
+
+    /// Writer: the cell an insert of `hash` takes (the first empty cell or tombstone on its
+    /// probe sequence; the array has one), and whether it was a tombstone.
+    pub(crate) fn free_cell(&self, hash: u64) -> (usize, bool) {
+        let mask = self.mask();
+        let mut b = home(hash, mask);
+        loop {
+            match self.tags[b].load(Ordering::Relaxed) {
+                EMPTY => return (b, false),
+                TOMB => return (b, true),
+                _ => b = (b + 1) & mask,
+            }
+        }
+    }
+
+    /// Writer: fills cell `at` (empty or a tombstone) with `vals` (the inline words, or for
+    /// a wide mask the wide slot alone), then publishes it under `hash`'s tag.
+    pub(crate) fn put(&self, at: usize, hash: u64, vals: &[u64]) {
+        let c = &self.cells[at];
+        for (w, v) in c.vals.iter().zip(vals) {
+            w.store(*v, Ordering::Relaxed);
+        }
+        self.tags[at].store(tag(hash), Ordering::Release);
+    }
+
+    /// Writer: makes cell `at` a tombstone.
+    pub(crate) fn bury(&self, at: usize) {
+        self.tags[at].store(TOMB, Ordering::Release);
+    }
+
+    /// True if the cell at `at` is live (not empty, not a tombstone).
+    pub(crate) fn is_live(&self, at: usize) -> bool {
+        self.tags
+            .get(at)
+            .is_some_and(|t| t.load(Ordering::Relaxed) > TOMB)
+    }
+
+    /// Writer: the positions of the live cells.
+    pub(crate) fn live(&self) -> impl Iterator<Item = usize> + '_ {
+        self.tags
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.load(Ordering::Relaxed) > TOMB)
+            .map(|(i, _)| i)
+    }
+
+    /// Bytes of the arrays.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.cells.len() * (std::mem::size_of::<Cell>() + 1)
+    }
+}
+
+/// One stage index (see the module documentation): slots of a 32-bit key (the partial
+/// hash's upper half) above a 32-bit count, `0` empty, a key's home its own low bits.
+#[derive(Debug, Default)]
+pub(crate) struct SharedIndex {
+    slots: Box<[AtomicU64]>,
+}
+
+/// The key kept for partial hash `ph`: its upper half.
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // The upper half, on purpose.
+fn key_of(ph: u64) -> u32 {
+    (ph >> 32) as u32
+}
+
+impl SharedIndex {
+    /// An index of `len` (a power of two, or 0) empty slots.
+    pub(crate) fn with_slots(len: usize) -> Self {
+        SharedIndex {
+            slots: (0..len).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Number of slots.
+    pub(crate) fn n_slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The slot value holding `key`, and its position.
+    #[inline]
+    fn position(&self, key: u32) -> Option<(usize, u64)> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut b = key as usize & mask;
+        loop {
+            let e = self.slots[b].load(Ordering::Relaxed);
+            if e == 0 {
+                return None;
+            }
+            if e >> 32 == u64::from(key) {
+                return Some((b, e));
+            }
+            b = (b + 1) & mask;
+        }
+    }
+
+    /// True if some live cell's value has partial hash `ph` (or one with the same upper half).
+    #[inline]
+    pub(crate) fn contains(&self, ph: u64) -> bool {
+        self.position(key_of(ph))
+            .is_some_and(|(_, e)| e & 0xffff_ffff != 0)
+    }
+
+    /// Writer: counts one more cell with partial hash `ph`. Returns true if it took a new
+    /// slot (the caller keeps the index at most half full).
+    pub(crate) fn inc(&self, ph: u64) -> bool {
+        let key = key_of(ph);
+        if let Some((b, e)) = self.position(key) {
+            debug_assert!(e & 0xffff_ffff != 0xffff_ffff, "count overflow");
+            self.slots[b].store(e + 1, Ordering::Release);
+            return false;
+        }
+        let mask = self.slots.len() - 1;
+        let mut b = key as usize & mask;
+        while self.slots[b].load(Ordering::Relaxed) != 0 {
+            b = (b + 1) & mask;
+        }
+        self.slots[b].store(u64::from(key) << 32 | 1, Ordering::Release);
+        true
+    }
+
+    /// Writer: counts one cell with partial hash `ph` out (its key stays, perhaps at zero).
+    /// Returns false if no cell had it.
+    pub(crate) fn dec(&self, ph: u64) -> bool {
+        match self.position(key_of(ph)) {
+            Some((b, e)) if e & 0xffff_ffff != 0 => {
+                self.slots[b].store(e - 1, Ordering::Release);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Writer: a copy in an index of `len` slots (rounded up to a power of two), without the keys
+    /// counted down to zero. Returns it and its number of keys.
+    pub(crate) fn regrown(&self, len: usize) -> (SharedIndex, usize) {
+        let len = len.next_power_of_two().max(MIN_CELLS);
+        let new = SharedIndex::with_slots(len);
+        let mask = len - 1;
+        let mut n = 0;
+        for e in self.slots.iter().map(|s| s.load(Ordering::Relaxed)) {
+            if e & 0xffff_ffff == 0 {
+                continue;
+            }
+            let mut b = (e >> 32) as usize & mask;
+            while new.slots[b].load(Ordering::Relaxed) != 0 {
+                b = (b + 1) & mask;
+            }
+            new.slots[b].store(e, Ordering::Relaxed);
+            n += 1;
+        }
+        (new, n)
+    }
+
+    /// Bytes of the slot array.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.slots.len() * 8
+    }
+}
+
+/// The value words of a wide mask's entries, `n` per arena slot.
+#[derive(Debug, Default)]
+pub(crate) struct SharedWide {
+    words: Box<[AtomicU64]>,
+}
+
+impl SharedWide {
+    /// Room for `n_words` words, the first ones copied from `old`.
+    pub(crate) fn grown(old: &SharedWide, n_words: usize) -> Self {
+        let words: Box<[AtomicU64]> = (0..n_words)
+            .map(|i| AtomicU64::new(old.words.get(i).map_or(0, |w| w.load(Ordering::Relaxed))))
+            .collect();
+        SharedWide { words }
+    }
+
+    /// Number of words there is room for.
+    pub(crate) fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// True if the words from `at` are `want` (false if out of range).
+    #[inline]
+    pub(crate) fn holds(&self, at: usize, want: &[u64]) -> bool {
+        match self.words.get(at..at + want.len()) {
+            Some(ws) => ws
+                .iter()
+                .zip(want)
+                .all(|(w, v)| w.load(Ordering::Relaxed) == *v),
+            None => false,
+        }
+    }
+
+    /// The word at `at` (0 out of range).
+    #[inline]
+    pub(crate) fn word(&self, at: usize) -> u64 {
+        self.words.get(at).map_or(0, |w| w.load(Ordering::Relaxed))
+    }
+
+    /// Writer: stores `vals` from `at` (in range).
+    pub(crate) fn put(&self, at: usize, vals: &[u64]) {
+        for (w, v) in self.words[at..at + vals.len()].iter().zip(vals) {
+            w.store(*v, Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes of the array.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+}
+
+/// Fewest cells a non-empty array has (also for indices).
+pub(crate) const fn min_cells() -> usize {
+    MIN_CELLS
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Random inserts and burials, many hashes sharing a home cell (long runs that wrap
+    /// around), tombstones reused, checked against a map: every live value is found at its
+    /// cell, no buried one is, and probes pass over tombstones.
+    #[test]
+    fn shared_cells_random_churn_finds_exactly_the_live_values() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let c = SharedCells::with_cells(1024);
+        let mut rng = SmallRng::seed_from_u64(7);
+        // value -> (hash, position)
+        let mut live: HashMap<u64, (u64, usize)> = HashMap::new();
+        let (mut n_live, mut n_tombs) = (0usize, 0usize);
+        for step in 0..20_000u64 {
+            if (rng.gen_bool(0.55) && (n_live + n_tombs + 1) * 2 <= c.n_cells()) || live.is_empty()
+            {
+                let h = (rng.gen_range(0..64u64) << 32) | u64::from(rng.gen::<u32>());
+                let (at, tomb) = c.free_cell(h);
+                assert!(!c.is_live(at));
+                c.put(at, h, &[step, !step]);
+                live.insert(step, (h, at));
+                n_live += 1;
+                n_tombs -= usize::from(tomb);
+            } else {
+                let v = *live.keys().nth(rng.gen_range(0..live.len())).unwrap();
+                let (h, at) = live.remove(&v).unwrap();
+                assert_eq!(c.find(h, |_, cell| cell.holds(&[v, !v])), Some(at));
+                c.bury(at);
+                assert!(!c.is_live(at));
+                assert_eq!(c.find(h, |_, cell| cell.holds(&[v, !v])), None);
+                n_live -= 1;
+                n_tombs += 1;
+            }
+            if step % 997 == 0 {
+                for (v, (h, at)) in &live {
+                    assert_eq!(c.find(*h, |_, cell| cell.holds(&[*v, !*v])), Some(*at));
+                }
+                assert_eq!(c.live().count(), live.len());
+            }
+        }
+    }
+
+    proptest! {
+        /// Random increments and decrements, many keys sharing a home slot, checked against a
+        /// map of counts; regrowing keeps exactly the keys counted above zero.
+        #[test]
+        fn shared_index_agrees_with_a_map(
+            ops in proptest::collection::vec((0u8..3, 0u64..40), 1..300),
+        ) {
+            let mut ix = SharedIndex::with_slots(128);
+            let mut model: HashMap<u32, u32> = HashMap::new();
+            for (op, k) in ops {
+                // Few distinct keys (so that homes collide and runs wrap), and two lower
+                // halves per key (which must share its count).
+                let ph = ((k * 0x9e37_79b9) & 0xff_ffff) << 32 | (k & 1);
+                let key = key_of(ph);
+                match op {
+                    0 => {
+                        ix.inc(ph);
+                        *model.entry(key).or_default() += 1;
+                    }
+                    1 => {
+                        let had = model.get(&key).copied().unwrap_or(0);
+                        prop_assert_eq!(ix.dec(ph), had > 0);
+                        if had > 0 {
+                            model.insert(key, had - 1);
+                        }
+                    }
+                    _ => {
+                        let (new, n) = ix.regrown(64);
+                        prop_assert_eq!(n, model.values().filter(|c| **c > 0).count());
+                        ix = new;
+                    }
+                }
+                for k in 0u64..40 {
+                    let ph = ((k * 0x9e37_79b9) & 0xff_ffff) << 32;
+                    let want = model.get(&key_of(ph)).is_some_and(|c| *c > 0);
+                    prop_assert_eq!(ix.contains(ph), want);
+                }
+            }
+        }
+    }
+}
