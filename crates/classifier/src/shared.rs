@@ -14,13 +14,13 @@
 //! Protocol (one writer, readers of the published version):
 //!
 //! - **Cells.** The writer fills a cell's words, then publishes its tag with release; a reader
-//!   loads the tag with acquire, then the words. A cell's value never changes while some version's
-//!   arena uses its position: a removal empties the arena slot in one version, the replay in the
-//!   other, and only then does the cell become a tombstone (`TOMB`), free for reuse. A reader that
-//!   meets a cell being reused may read a mix of the old value and the new one, but the arena slot
-//!   at that position is empty in its version (emptied in both before the burial, filled again only
-//!   in the spare), and a probe that finds a value whose arena slot is empty goes on probing: a
-//!   torn read costs at most a longer probe.
+//!   loads the tag, and where it matches, fences with acquire before reading the words. A cell's
+//!   value never changes while some version's arena uses its position: a removal empties the arena
+//!   slot in one version, the replay in the other, and only then does the cell become a tombstone
+//!   (`TOMB`), free for reuse. A reader that meets a cell being reused may read a mix of the old
+//!   value and the new one, but the arena slot at that position is empty in its version (emptied in
+//!   both before the burial, filled again only in the spare), and a probe that finds a value whose
+//!   arena slot is empty goes on probing: a torn read costs at most a longer probe.
 //! - **Probes stop only at `EMPTY`.** Cells are never emptied in place: growth copies the live
 //!   cells (and drops tombstones) into a new array, which the spare takes at once (its arena moved
 //!   along) and the published version at the next replay (its arena moved the same way, from the
@@ -38,7 +38,8 @@
 //!   cell's `slot` word), written before the cell that refers to them is published, unchanged while
 //!   the cell is live.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 /// The tag of `hash`: eight bits the home position does not use, with the top bit set (never
 /// `EMPTY`, `TOMB` or any other value below `0x80` that a table may give a meaning).
@@ -110,11 +111,18 @@ impl Cell {
     }
 }
 
-/// A subtable's cells (see the module documentation).
-#[derive(Debug, Default)]
+/// A subtable's cells (see the module documentation). A clone shares the arrays (held in
+/// place by each version's subtable, so that a probe reaches them in one pointer).
+#[derive(Debug, Clone)]
 pub(crate) struct SharedCells {
-    tags: Box<[AtomicU8]>,
-    cells: Box<[Cell]>,
+    tags: Arc<[AtomicU8]>,
+    cells: Arc<[Cell]>,
+}
+
+impl Default for SharedCells {
+    fn default() -> Self {
+        SharedCells::with_cells(0)
+    }
 }
 
 impl SharedCells {
@@ -124,6 +132,11 @@ impl SharedCells {
             tags: (0..len).map(|_| AtomicU8::new(EMPTY)).collect(),
             cells: (0..len).map(|_| Cell::default()).collect(),
         }
+    }
+
+    /// True if `other` shares these arrays.
+    pub(crate) fn same(&self, other: &SharedCells) -> bool {
+        Arc::ptr_eq(&self.cells, &other.cells)
     }
 
     /// Number of cells.
@@ -158,9 +171,18 @@ impl SharedCells {
         let want = tag(hash);
         let mut b = home(hash, mask);
         loop {
-            match self.tags[b].load(Ordering::Acquire) {
+            // Relaxed, and an acquire fence only where the tag matches: the same ordering for
+            // the cells read (a fence after a load that saw a release store synchronises with
+            // it), and the loop over tags stays plain loads the compiler may schedule freely.
+            match self.tags[b].load(Ordering::Relaxed) {
                 EMPTY => return None,
-                t if t == want && is(b, &self.cells[b]) => return Some(b),
+                t if t == want && {
+                    fence(Ordering::Acquire);
+                    is(b, &self.cells[b])
+                } =>
+                {
+                    return Some(b)
+                }
                 _ => b = (b + 1) & mask,
             }
         }
@@ -174,9 +196,10 @@ impl SharedCells {
             return None;
         }
         let b = home(hash, self.mask());
-        if self.tags[b].load(Ordering::Acquire) != tag(hash) {
+        if self.tags[b].load(Ordering::Relaxed) != tag(hash) {
             return None;
         }
+        fence(Ordering::Acquire);
         Some((b, &self.cells[b]))
     }
 
@@ -233,9 +256,15 @@ impl SharedCells {
 
 /// One stage index (see the module documentation): slots of a 32-bit key (the partial
 /// hash's upper half) above a 32-bit count, `0` empty, a key's home its own low bits.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct SharedIndex {
-    slots: Box<[AtomicU64]>,
+    slots: Arc<[AtomicU64]>,
+}
+
+impl Default for SharedIndex {
+    fn default() -> Self {
+        SharedIndex::with_slots(0)
+    }
 }
 
 /// The key kept for partial hash `ph`: its upper half.
@@ -251,6 +280,11 @@ impl SharedIndex {
         SharedIndex {
             slots: (0..len).map(|_| AtomicU64::new(0)).collect(),
         }
+    }
+
+    /// True if `other` shares this array.
+    pub(crate) fn same(&self, other: &SharedIndex) -> bool {
+        Arc::ptr_eq(&self.slots, &other.slots)
     }
 
     /// Number of slots.
@@ -343,15 +377,28 @@ impl SharedIndex {
 }
 
 /// The value words of a wide mask's entries, `n` per arena slot.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct SharedWide {
-    words: Box<[AtomicU64]>,
+    words: Arc<[AtomicU64]>,
+}
+
+impl Default for SharedWide {
+    fn default() -> Self {
+        SharedWide {
+            words: Arc::from(Vec::new()),
+        }
+    }
 }
 
 impl SharedWide {
+    /// True if `other` shares this array.
+    pub(crate) fn same(&self, other: &SharedWide) -> bool {
+        Arc::ptr_eq(&self.words, &other.words)
+    }
+
     /// Room for `n_words` words, the first ones copied from `old`.
     pub(crate) fn grown(old: &SharedWide, n_words: usize) -> Self {
-        let words: Box<[AtomicU64]> = (0..n_words)
+        let words: Arc<[AtomicU64]> = (0..n_words)
             .map(|i| AtomicU64::new(old.words.get(i).map_or(0, |w| w.load(Ordering::Relaxed))))
             .collect();
         SharedWide { words }
@@ -372,6 +419,12 @@ impl SharedWide {
                 .all(|(w, v)| w.load(Ordering::Relaxed) == *v),
             None => false,
         }
+    }
+
+    /// The `n` words from `at`, if in range.
+    #[inline]
+    pub(crate) fn slice(&self, at: usize, n: usize) -> Option<&[AtomicU64]> {
+        self.words.get(at..at + n)
     }
 
     /// The word at `at` (0 out of range).
