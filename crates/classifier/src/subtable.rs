@@ -630,23 +630,21 @@ impl<T> Subtable<T> {
     #[inline(always)]
     pub(crate) fn find_hashed(&self, key: &FlowKey, hash: u64) -> Option<&Arc<Rule<T>>> {
         let m = &*self.mask;
-        if m.idx.len() > N_INLINE {
+        let n = m.idx.len();
+        if n > N_INLINE {
             return self.find_wide(key, hash);
         }
-        // The key's masked words are compared only where a tag matches (most probes of a
-        // miss end at an empty tag), and the arena slot's address does not wait on the cell:
-        // both come from `at`.
+        let mut want = [0u64; N_INLINE];
+        for (w, (i, b)) in want.iter_mut().zip(m.idx.iter().zip(m.bits.iter())) {
+            *w = key.words[usize::from(*i)] & b;
+        }
+        // The arena slot's address does not wait on the cell: both come from `at`.
         let mut hit = None;
         self.cells.find(hash, |at, c| {
-            m.idx
-                .iter()
-                .zip(m.bits.iter())
-                .enumerate()
-                .all(|(k, (i, b))| c.val(k) == key.words[usize::from(*i)] & b)
-                && {
-                    hit = self.entry(at);
-                    hit.is_some()
-                }
+            c.holds(&want[..n]) && {
+                hit = self.entry(at);
+                hit.is_some()
+            }
         })?;
         hit.map(|e| &e.head)
     }
