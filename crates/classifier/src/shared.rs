@@ -41,6 +41,14 @@
 use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
+/// An array of `len` values made by `f` (all zeros): made in a `Vec` first, whose loop the
+/// compiler turns into a memset, then moved into the `Arc` in one copy. Collecting into the
+/// `Arc` directly writes element by element, 5% of a 256K-rule build.
+fn zeroed<T>(len: usize, f: impl FnMut() -> T) -> Arc<[T]> {
+    let v: Vec<T> = std::iter::repeat_with(f).take(len).collect();
+    Arc::from(v)
+}
+
 /// The tag of `hash`: eight bits the home position does not use, with the top bit set (never
 /// `EMPTY`, `TOMB` or any other value below `0x80` that a table may give a meaning).
 #[inline]
@@ -129,8 +137,8 @@ impl SharedCells {
     /// An array of `len` (a power of two, or 0) empty cells.
     pub(crate) fn with_cells(len: usize) -> Self {
         SharedCells {
-            tags: (0..len).map(|_| AtomicU8::new(EMPTY)).collect(),
-            cells: (0..len).map(|_| Cell::default()).collect(),
+            tags: zeroed(len, || AtomicU8::new(EMPTY)),
+            cells: zeroed(len, Cell::default),
         }
     }
 
@@ -278,7 +286,7 @@ impl SharedIndex {
     /// An index of `len` (a power of two, or 0) empty slots.
     pub(crate) fn with_slots(len: usize) -> Self {
         SharedIndex {
-            slots: (0..len).map(|_| AtomicU64::new(0)).collect(),
+            slots: zeroed(len, || AtomicU64::new(0)),
         }
     }
 
@@ -323,18 +331,21 @@ impl SharedIndex {
     /// slot (the caller keeps the index at most half full).
     pub(crate) fn inc(&self, ph: u64) -> bool {
         let key = key_of(ph);
-        if let Some((b, e)) = self.position(key) {
-            debug_assert!(e & 0xffff_ffff != 0xffff_ffff, "count overflow");
-            self.slots[b].store(e + 1, Ordering::Release);
-            return false;
-        }
         let mask = self.slots.len() - 1;
         let mut b = key as usize & mask;
-        while self.slots[b].load(Ordering::Relaxed) != 0 {
+        loop {
+            let e = self.slots[b].load(Ordering::Relaxed);
+            if e == 0 {
+                self.slots[b].store(u64::from(key) << 32 | 1, Ordering::Release);
+                return true;
+            }
+            if e >> 32 == u64::from(key) {
+                debug_assert!(e & 0xffff_ffff != 0xffff_ffff, "count overflow");
+                self.slots[b].store(e + 1, Ordering::Release);
+                return false;
+            }
             b = (b + 1) & mask;
         }
-        self.slots[b].store(u64::from(key) << 32 | 1, Ordering::Release);
-        true
     }
 
     /// Writer: counts one cell with partial hash `ph` out (its key stays, perhaps at zero).
