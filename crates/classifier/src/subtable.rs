@@ -17,8 +17,8 @@
 //! [`RuleSet::lookup_batch`](crate::RuleSet::lookup_batch)).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use packet::key::FlowKey;
 
@@ -164,9 +164,9 @@ fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     finish(h)
 }
 
-/// What the writer keeps about a subtable's shared arrays (both versions' subtables share
-/// it; only the writer locks it).
-#[derive(Debug, Default)]
+/// What the writer keeps about a subtable's shared arrays. The spare's is the current one;
+/// the replay copies it from the published version (whose batch changed it last).
+#[derive(Debug, Default, Clone)]
 struct WriterState {
     /// Wide slots no live cell names (masks of more than `N_INLINE` words).
     free: Vec<u32>,
@@ -176,8 +176,11 @@ struct WriterState {
     live: usize,
     tombs: usize,
     /// Keys (counted down to zero or not) in the newest array of each stage index.
-    ix_keys: Vec<usize>,
+    ix_keys: [usize; N_INDEX],
 }
+
+/// Source of [`Subtable::id`]s.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 /// What a batch changed in one subtable of the version it was applied to: what the replay
 /// onto the other version copies. Positions are in the newest cell array (a growth during the
@@ -223,8 +226,10 @@ pub(crate) struct Subtable<T> {
     /// Partial-hash counts for each touched stage but the last (the first
     /// `mask.stage_ends.len() - 1`; in place, so that a probe reaches each in one pointer).
     index: [SharedIndex; N_INDEX],
-    /// Shared with the other version's subtable for the same mask.
-    ws: Arc<Mutex<WriterState>>,
+    /// The same in both versions' subtables for one mask, different for any other subtable
+    /// (one made again for the same mask included).
+    id: u64,
+    ws: WriterState,
     /// This version's entries, by cell position (as long as `cells`).
     arena: Vec<Option<Entry<T>>>,
     /// What the current batch changed here (the spare's only).
@@ -236,16 +241,13 @@ pub(crate) struct Subtable<T> {
 
 impl<T> Subtable<T> {
     pub(crate) fn new(mask: Arc<Mask>) -> Self {
-        let n_index = mask.stage_ends.len().saturating_sub(1);
         Subtable {
             mask,
             cells: SharedCells::default(),
             wide: SharedWide::default(),
             index: Default::default(),
-            ws: Arc::new(Mutex::new(WriterState {
-                ix_keys: vec![0; n_index],
-                ..WriterState::default()
-            })),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            ws: WriterState::default(),
             arena: Vec::new(),
             log: SubLog::default(),
             priorities: BTreeMap::new(),
@@ -261,6 +263,7 @@ impl<T> Subtable<T> {
             cells: self.cells.clone(),
             wide: self.wide.clone(),
             index: self.index.clone(),
+            id: self.id,
             ws: self.ws.clone(),
             arena: self.arena.clone(),
             log: SubLog::default(),
@@ -271,7 +274,7 @@ impl<T> Subtable<T> {
 
     /// True if `other` is this subtable in the other version (they share their arrays).
     pub(crate) fn same_as(&self, other: &Subtable<T>) -> bool {
-        Arc::ptr_eq(&self.ws, &other.ws)
+        self.id == other.id
     }
 
     /// True if the current batch changed nothing here.
@@ -314,6 +317,7 @@ impl<T> Subtable<T> {
         }
         self.priorities.clone_from(&published.priorities);
         self.n_rules = published.n_rules;
+        self.ws.clone_from(&published.ws);
         if self.arena.len() < published.arena.len() {
             self.arena.resize_with(published.arena.len(), || None);
         }
@@ -331,8 +335,7 @@ impl<T> Subtable<T> {
         if emptied.is_empty() {
             return;
         }
-        let ws = self.ws.clone();
-        let mut ws = ws.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut ws = std::mem::take(&mut self.ws);
         for (at, rule) in emptied {
             let at = *at as usize;
             if self.arena.get(at).is_some_and(Option::is_some) || !self.cells.is_live(at) {
@@ -353,6 +356,7 @@ impl<T> Subtable<T> {
                 ws.free.push(slot);
             }
         }
+        self.ws = ws;
     }
 
     /// [`Subtable::bury`] for the positions `log` emptied.
@@ -455,8 +459,7 @@ impl<T> Subtable<T> {
     /// as needed; returns its position.
     fn new_cell(&mut self, values: &[u64], hash: u64, partial: &Partial, seed: u64) -> usize {
         let n = values.len();
-        let ws = self.ws.clone();
-        let mut ws = ws.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut ws = std::mem::take(&mut self.ws);
         let slot = if n > N_INLINE {
             let s = ws.free.pop().unwrap_or_else(|| {
                 ws.n_slots += 1;
@@ -492,6 +495,7 @@ impl<T> Subtable<T> {
                 ws.ix_keys[j] += 1;
             }
         }
+        self.ws = ws;
         at
     }
 
