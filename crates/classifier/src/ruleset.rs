@@ -365,16 +365,14 @@ impl<T> RuleSet<T> {
     /// Applies one primitive. The order of subtables is brought up to date by
     /// [`RuleSet::finish_batch`].
     pub(crate) fn apply(&mut self, p: &Prim<T>) {
-        self.apply_prim(p.clone(), true);
+        self.apply_prim(p.clone());
     }
 
-    fn apply_prim(&mut self, p: Prim<T>, tries: bool) {
+    fn apply_prim(&mut self, p: Prim<T>) {
         match p {
             Prim::Insert(r) => {
                 let i = self.subtable_for(&r.mask);
-                if tries {
-                    self.trie_update(&r, true);
-                }
+                self.trie_update(&r, true);
                 let st = self.subtables[i].as_mut().expect("just made");
                 if st.log_is_empty() {
                     self.touched
@@ -399,9 +397,7 @@ impl<T> RuleSet<T> {
                 }
                 let empty = st.n_rules == 0;
                 self.n_rules -= 1;
-                if tries {
-                    self.trie_update(&r, false);
-                }
+                self.trie_update(&r, false);
                 if empty {
                     self.subtables[i as usize] = None;
                     self.by_mask.remove(&mask_id(&r.mask));

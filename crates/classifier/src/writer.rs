@@ -387,7 +387,7 @@ impl<T> Classifier<T> {
                 return Err(e.at(index));
             }
         }
-        self.publish(applied);
+        self.publish();
         Ok(out)
     }
 
@@ -399,17 +399,16 @@ impl<T> Classifier<T> {
         }
         spare.finish_batch();
         // The spare holds what the published version holds again: nothing to replay, and
-        // the cells the batch made are buried now (no version uses their slots).
+        // the cells the batch made are buried now (no version has entries there).
         spare.bury_rolled_back();
     }
 
-    /// Publishes the spare, on which `applied` was applied; the version readers leave
-    /// becomes the spare.
-    fn publish(&mut self, applied: Vec<Prim<T>>) {
+    /// Publishes the spare, to which a batch was applied; the version readers leave becomes
+    /// the spare.
+    fn publish(&mut self) {
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
         spare.finish_batch();
         self.pending = spare.take_log();
-        drop(applied);
         self.spare = self.shared.swap(self.spare.clone());
         self.prune_masks();
     }
@@ -688,7 +687,7 @@ impl<T> Classifier<T> {
                 Err(e.at(n))
             }
             None => {
-                self.publish(applied);
+                self.publish();
                 Ok(n)
             }
         }
