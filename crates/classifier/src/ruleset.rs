@@ -419,10 +419,15 @@ impl<T> RuleSet<T> {
 
     /// Takes what the current batch changed (before the version is published).
     pub(crate) fn take_log(&mut self) -> Log<T> {
+        // Each subtable once: a replay that buries lists its subtables before the batch
+        // touches them, and a second, empty log would have the other version's replay take
+        // the writer's state again after its own burials.
+        self.touched.sort_unstable();
+        self.touched.dedup();
         let mut log = Vec::with_capacity(self.touched.len());
         for i in self.touched.drain(..) {
             // A subtable can be touched, emptied and made again at the same index: the log
-            // of whatever is there now, once.
+            // of whatever is there now.
             let st = self.subtables[i as usize].as_mut();
             log.push((i, st.map(Subtable::take_log)));
         }
@@ -447,6 +452,12 @@ impl<T> RuleSet<T> {
             match (&mut self.subtables[iu], p, sublog) {
                 (Some(st), Some(p), Some(sublog)) if st.same_as(p) => {
                     st.replay(p, sublog, self.seed);
+                    if sublog.buries() {
+                        // Burials change the writer's state of the shared arrays, which the
+                        // other version takes at its replay: the next batch's log names this
+                        // subtable even if the batch leaves it alone.
+                        self.touched.push(*i);
+                    }
                 }
                 (slot, p, _) => {
                     if let Some(old) = slot.take() {
@@ -460,6 +471,9 @@ impl<T> RuleSet<T> {
                         if let Some(sublog) = sublog {
                             // Values the batch made and removed again.
                             st.bury_emptied(sublog, self.seed);
+                            if sublog.buries() {
+                                self.touched.push(*i);
+                            }
                         }
                     }
                 }

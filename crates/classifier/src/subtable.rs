@@ -208,6 +208,11 @@ impl<T> Default for SubLog<T> {
 }
 
 impl<T> SubLog<T> {
+    /// True if the batch emptied entries, whose cells the replay may bury.
+    pub(crate) fn buries(&self) -> bool {
+        !self.emptied.is_empty()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.touched.is_empty() && self.emptied.is_empty() && self.moves.is_empty()
     }
