@@ -351,7 +351,8 @@ impl<T> Subtable<T> {
             self.hashes(rule.values.as_slice(), seed, &mut partial);
             let slot = self.cells.cell(at).slot();
             self.cells.bury(at);
-            ws.live -= 1;
+            debug_assert!(ws.live > 0, "live cells miscounted");
+            ws.live = ws.live.saturating_sub(1);
             ws.tombs += 1;
             for (j, ph) in partial.0[..partial.1].iter().enumerate() {
                 let counted = self.index[j].dec(*ph);
@@ -488,7 +489,8 @@ impl<T> Subtable<T> {
         let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
         self.cells.put(at, hash, inline);
         ws.live += 1;
-        ws.tombs -= usize::from(tomb);
+        debug_assert!(ws.tombs >= usize::from(tomb), "tombstones miscounted");
+        ws.tombs = ws.tombs.saturating_sub(usize::from(tomb));
         for (j, ph) in partial.0[..partial.1].iter().enumerate() {
             if (ws.ix_keys[j] + 1) * ix_spread(ws.ix_keys[j]) > self.index[j].n_slots() {
                 let (new, keys) =
@@ -517,6 +519,7 @@ impl<T> Subtable<T> {
         arena.resize_with(len, || None);
         let mut buf = [0u64; N_INLINE];
         let mut wide_buf = Vec::new();
+        let mut live = 0;
         for from in self.cells.live() {
             let c = self.cells.cell(from);
             let s = c.slot();
@@ -537,7 +540,10 @@ impl<T> Subtable<T> {
             new.put(at, hash, inline);
             to[from] = u32::try_from(at).expect("fewer than 4G cells");
             arena[at] = self.arena.get_mut(from).and_then(Option::take);
+            live += 1;
         }
+        debug_assert_eq!(live, ws.live, "live cells miscounted");
+        ws.live = live;
         // What the batch recorded so far moves too.
         for at in &mut self.log.touched {
             *at = to[*at as usize];
