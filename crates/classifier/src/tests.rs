@@ -354,10 +354,14 @@ fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
     let mut cls = Classifier::new();
     let mut naive: Naive<u64> = Naive::new();
     let mut pool: Vec<(Match, u32)> = if few_masks {
-        (0..40u32)
-            .map(|i| match i % 2 {
-                0 => (v4_match(0x0a00_0000 + i, 32), i % 3),
-                _ => (v4_match(0x0a00_0000 + (i << 8), 24), i % 3),
+        // Each match at two priorities: values with several rules.
+        (0..48u32)
+            .map(|i| {
+                let (a, p) = (i / 2, 1 + i % 2 * 3 + i % 5);
+                match a % 2 {
+                    0 => (v4_match(0x0a00_0000 + a, 32), p),
+                    _ => (v4_match(0x0a00_0000 + (a << 8), 24), p),
+                }
             })
             .collect()
     } else {
