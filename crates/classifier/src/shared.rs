@@ -328,7 +328,7 @@ impl SharedIndex {
     }
 
     /// Writer: counts one more cell with partial hash `ph`. Returns true if it took a new
-    /// slot (the caller keeps the index at most half full).
+    /// slot (the caller keeps the index at most half full, a quarter while small).
     pub(crate) fn inc(&self, ph: u64) -> bool {
         let key = key_of(ph);
         let mask = self.slots.len() - 1;
