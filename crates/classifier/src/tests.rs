@@ -708,6 +708,33 @@ fn commit_concurrent_readers_never_see_partial_batch() {
     assert_eq!(cls.len(), 1 + N_OTHERS as usize);
 }
 
+/// Two reader threads, each running the check `make(r)` gives it over and over until `done`;
+/// each returns how many times it ran.
+fn run_readers<F>(
+    cls: &Classifier<u64>,
+    done: &Arc<AtomicBool>,
+    make: impl Fn(u64) -> F,
+) -> Vec<std::thread::JoinHandle<u64>>
+where
+    F: FnMut(&crate::Reader<u64>) + Send + 'static,
+{
+    (0..2)
+        .map(|r| {
+            let reader = cls.reader();
+            let done = done.clone();
+            let mut check = make(r);
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !done.load(Ordering::Relaxed) {
+                    check(&reader);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect()
+}
+
 /// Readers in threads while every batch removes the previous generation's rules and inserts
 /// the next one's, whose values come round again every four generations: cells are made,
 /// buried and reused (with the same value or another) under the readers' feet. A reader's
@@ -754,44 +781,35 @@ fn check_buried_or_reused_cells(wide: bool) {
     }
     cls.commit(b).unwrap();
     let done = Arc::new(AtomicBool::new(false));
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let reader = cls.reader();
-            let done = done.clone();
-            std::thread::spawn(move || {
-                let mut n = 0u64;
-                while !done.load(Ordering::Relaxed) {
-                    let snap = reader.snapshot();
-                    let gen = *snap
-                        .lookup(&v4_packet(0x0100_0001), None)
-                        .expect("marker rule is always present")
-                        .payload();
-                    for set in gen..gen + 4 {
-                        let keys: Vec<FlowKey> = (0..K).map(|i| v4_packet(addr(set, i))).collect();
-                        let mut out = vec![None; keys.len()];
-                        let mut wcs = vec![FlowKey::default(); keys.len()];
-                        snap.lookup_batch(&keys, &mut out, Some(&mut wcs));
-                        for (i, key) in keys.iter().enumerate() {
-                            let mut wc = FlowKey::default();
-                            let single = snap
-                                .lookup(key, Some(&mut wc))
-                                .map(|r| (r.priority(), *r.payload()));
-                            let batch = out[i].map(|r| (r.priority(), *r.payload()));
-                            assert_eq!(single, batch, "gen {gen} set {set} rule {i}");
-                            if set == gen {
-                                assert_eq!(single, Some((5, gen)), "gen {gen}: rule {i} missing");
-                            } else {
-                                // Only the marker's /8 (a different address) or nothing.
-                                assert_eq!(single, None, "gen {gen}: a rule of set {set} seen");
-                            }
-                        }
+    let readers = run_readers(&cls, &done, |_| {
+        move |reader: &crate::Reader<u64>| {
+            let snap = reader.snapshot();
+            let gen = *snap
+                .lookup(&v4_packet(0x0100_0001), None)
+                .expect("marker rule is always present")
+                .payload();
+            for set in gen..gen + 4 {
+                let keys: Vec<FlowKey> = (0..K).map(|i| v4_packet(addr(set, i))).collect();
+                let mut out = vec![None; keys.len()];
+                let mut wcs = vec![FlowKey::default(); keys.len()];
+                snap.lookup_batch(&keys, &mut out, Some(&mut wcs));
+                for (i, key) in keys.iter().enumerate() {
+                    let mut wc = FlowKey::default();
+                    let single = snap
+                        .lookup(key, Some(&mut wc))
+                        .map(|r| (r.priority(), *r.payload()));
+                    let batch = out[i].map(|r| (r.priority(), *r.payload()));
+                    assert_eq!(single, batch, "gen {gen} set {set} rule {i}");
+                    if set == gen {
+                        assert_eq!(single, Some((5, gen)), "gen {gen}: rule {i} missing");
+                    } else {
+                        // Only the marker's /8 (a different address) or nothing.
+                        assert_eq!(single, None, "gen {gen}: a rule of set {set} seen");
                     }
-                    n += 1;
                 }
-                n
-            })
-        })
-        .collect();
+            }
+        }
+    });
     for gen in 1..=N_BATCHES {
         let mut b = Batch::new();
         for i in 0..K {
@@ -824,43 +842,33 @@ fn commit_concurrent_readers_see_whole_tables_while_cells_grow() {
     let mut cls: Classifier<u64> = Classifier::new();
     cls.insert(marker, 1, 0, 0).unwrap();
     let done = Arc::new(AtomicBool::new(false));
-    let readers: Vec<_> = (0..2)
-        .map(|r| {
-            let reader = cls.reader();
-            let done = done.clone();
-            std::thread::spawn(move || {
-                let mut rng = SmallRng::seed_from_u64(r);
-                let mut n = 0u64;
-                while !done.load(Ordering::Relaxed) {
-                    let snap = reader.snapshot();
-                    let now = u32::try_from(
-                        *snap
-                            .lookup(&v4_packet(0x0100_0001), None)
-                            .expect("marker rule is always present")
-                            .payload(),
-                    )
-                    .unwrap();
-                    let keys: Vec<(u32, u32)> = (0..32)
-                        .map(|_| (rng.gen_range(1..=now + 2), rng.gen_range(0..ADD)))
-                        .collect();
-                    let pkts: Vec<FlowKey> =
-                        keys.iter().map(|(g, i)| v4_packet(addr(*g, *i))).collect();
-                    let mut out = vec![None; pkts.len()];
-                    let mut wcs = vec![FlowKey::default(); pkts.len()];
-                    snap.lookup_batch(&pkts, &mut out, Some(&mut wcs));
-                    for (k, (g, i)) in keys.iter().enumerate() {
-                        let single = snap.lookup(&pkts[k], None).map(|r| *r.payload());
-                        let batch = out[k].map(|r| *r.payload());
-                        assert_eq!(single, batch, "gen {now}: rule {g}/{i}");
-                        let want = alive(now, *g, *i).then_some(u64::from(*g));
-                        assert_eq!(single, want, "gen {now}: rule {g}/{i}");
-                    }
-                    n += 1;
-                }
-                n
-            })
-        })
-        .collect();
+    let readers = run_readers(&cls, &done, |r| {
+        let mut rng = SmallRng::seed_from_u64(r);
+        move |reader: &crate::Reader<u64>| {
+            let snap = reader.snapshot();
+            let now = u32::try_from(
+                *snap
+                    .lookup(&v4_packet(0x0100_0001), None)
+                    .expect("marker rule is always present")
+                    .payload(),
+            )
+            .unwrap();
+            let keys: Vec<(u32, u32)> = (0..32)
+                .map(|_| (rng.gen_range(1..=now + 2), rng.gen_range(0..ADD)))
+                .collect();
+            let pkts: Vec<FlowKey> = keys.iter().map(|(g, i)| v4_packet(addr(*g, *i))).collect();
+            let mut out = vec![None; pkts.len()];
+            let mut wcs = vec![FlowKey::default(); pkts.len()];
+            snap.lookup_batch(&pkts, &mut out, Some(&mut wcs));
+            for (k, (g, i)) in keys.iter().enumerate() {
+                let single = snap.lookup(&pkts[k], None).map(|r| *r.payload());
+                let batch = out[k].map(|r| *r.payload());
+                assert_eq!(single, batch, "gen {now}: rule {g}/{i}");
+                let want = alive(now, *g, *i).then_some(u64::from(*g));
+                assert_eq!(single, want, "gen {now}: rule {g}/{i}");
+            }
+        }
+    });
     for gen in 1..=N_BATCHES {
         let mut b = Batch::new();
         for i in 0..ADD {
