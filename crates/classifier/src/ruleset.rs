@@ -449,15 +449,10 @@ impl<T> RuleSet<T> {
         for (i, sublog) in &log.0 {
             let iu = *i as usize;
             let p = published.subtables.get(iu).and_then(Option::as_ref);
-            match (&mut self.subtables[iu], p, sublog) {
+            let st = match (&mut self.subtables[iu], p, sublog) {
                 (Some(st), Some(p), Some(sublog)) if st.same_as(p) => {
-                    st.replay(p, sublog, self.seed);
-                    if sublog.buries() {
-                        // Burials change the writer's state of the shared arrays, which the
-                        // other version takes at its replay: the next batch's log names this
-                        // subtable even if the batch leaves it alone.
-                        self.touched.push(*i);
-                    }
+                    st.replay(p, sublog);
+                    st
                 }
                 (slot, p, _) => {
                     if let Some(old) = slot.take() {
@@ -465,18 +460,19 @@ impl<T> RuleSet<T> {
                             self.by_mask.remove(&mask_id(&old.mask));
                         }
                     }
-                    if let Some(p) = p {
-                        self.by_mask.insert(mask_id(&p.mask), *i);
-                        let st = slot.insert(p.other_version());
-                        if let Some(sublog) = sublog {
-                            // Values the batch made and removed again.
-                            st.bury_emptied(sublog, self.seed);
-                            if sublog.buries() {
-                                self.touched.push(*i);
-                            }
-                        }
-                    }
+                    let Some(p) = p else {
+                        continue;
+                    };
+                    self.by_mask.insert(mask_id(&p.mask), *i);
+                    slot.insert(p.other_version())
                 }
+            };
+            if let Some(sublog) = sublog.as_ref().filter(|l| l.buries()) {
+                st.bury(sublog, self.seed);
+                // Burials change the writer's state of the shared arrays, which the other
+                // version takes at its replay: the next batch's log names this subtable even
+                // if the batch leaves it alone.
+                self.touched.push(*i);
             }
         }
         self.free.clone_from(&published.free);

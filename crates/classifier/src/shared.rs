@@ -71,7 +71,7 @@ pub(crate) const N_INLINE: usize = 4;
 const EMPTY: u8 = 0;
 const TOMB: u8 = 1;
 /// Fewest cells (and index slots) a non-empty array has.
-const MIN_CELLS: usize = 8;
+pub(crate) const MIN_CELLS: usize = 8;
 
 /// One cell: up to `N_INLINE` value words, or for wide masks the slot of its values in
 /// [`SharedWide`] (in the first word). 32 bytes: two to a cache line, none across two.
@@ -387,7 +387,7 @@ impl SharedIndex {
     }
 }
 
-/// The value words of a wide mask's entries, `n` per arena slot.
+/// The value words of a wide mask's cells, `n` per wide slot (the cell's first word).
 #[derive(Debug, Clone)]
 pub(crate) struct SharedWide {
     words: Arc<[AtomicU64]>,
@@ -455,11 +455,6 @@ impl SharedWide {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.words.len() * 8
     }
-}
-
-/// Fewest cells a non-empty array has (also for indices).
-pub(crate) const fn min_cells() -> usize {
-    MIN_CELLS
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{finish, mix_at, Mask, Rule};
-use crate::shared::{min_cells, Cell, SharedCells, SharedIndex, SharedWide, N_INLINE};
+use crate::shared::{Cell, SharedCells, SharedIndex, SharedWide, MIN_CELLS, N_INLINE};
 use crate::trie::{prefix_mask, TrieMatch, Walk};
 use crate::PrefixField;
 
@@ -294,9 +294,10 @@ impl<T> Subtable<T> {
 
     /// Brings this version up to `published` (the same subtable, see [`Subtable::same_as`]),
     /// to which the batch of `log` was applied: moves this version's entries as the batch's
-    /// growths moved the cells, takes the shared arrays, the priorities and the entries the
-    /// batch changed, then buries the cells the batch emptied that neither version uses.
-    pub(crate) fn replay(&mut self, published: &Subtable<T>, log: &SubLog<T>, seed: u64) {
+    /// growths moved the cells, takes the shared arrays, the writer's state, the priorities
+    /// and the entries the batch changed. The cells the batch emptied are buried after
+    /// ([`Subtable::bury`]).
+    pub(crate) fn replay(&mut self, published: &Subtable<T>, log: &SubLog<T>) {
         for (to, len) in &log.moves {
             let mut arena: Vec<Option<Entry<T>>> = Vec::new();
             arena.resize_with(*len, || None);
@@ -330,18 +331,17 @@ impl<T> Subtable<T> {
             let at = at as usize;
             self.arena[at] = published.arena[at].clone();
         }
-        self.bury(&log.emptied, seed);
     }
 
-    /// Buries the cells of `emptied` positions that this version does not use (after a
-    /// replay or a roll-back, this version holds what the published one holds): each becomes
-    /// a tombstone, its stage-index counts fall and its wide slot is free.
-    pub(crate) fn bury(&mut self, emptied: &[(u32, Arc<Rule<T>>)], seed: u64) {
-        if emptied.is_empty() {
+    /// Buries the cells of the positions `log`'s batch emptied that this version does not use
+    /// (after a replay or a roll-back, this version holds what the published one holds): each
+    /// becomes a tombstone, its stage-index counts fall and its wide slot is free.
+    pub(crate) fn bury(&mut self, log: &SubLog<T>, seed: u64) {
+        if log.emptied.is_empty() {
             return;
         }
         let mut ws = std::mem::take(&mut self.ws);
-        for (at, rule) in emptied {
+        for (at, rule) in &log.emptied {
             let at = *at as usize;
             if self.arena.get(at).is_some_and(Option::is_some) || !self.cells.is_live(at) {
                 // Used again (the value came back), or buried already (emptied twice).
@@ -365,19 +365,14 @@ impl<T> Subtable<T> {
         self.ws = ws;
     }
 
-    /// [`Subtable::bury`] for the positions `log` emptied.
-    pub(crate) fn bury_emptied(&mut self, log: &SubLog<T>, seed: u64) {
-        self.bury(&log.emptied, seed);
-    }
-
     /// After a failed batch was undone (this version holds what the published one holds
     /// again): forgets its changes and buries the cells it made.
     pub(crate) fn bury_rolled_back(&mut self, seed: u64) {
-        let log = self.take_log();
+        let mut log = self.take_log();
+        self.bury(&log, seed);
         // A growth during the failed batch stays: the published version takes the new array
         // at the next replay, which must then move its entries too.
-        self.log.moves = log.moves;
-        self.bury(&log.emptied, seed);
+        self.log.moves = std::mem::take(&mut log.moves);
     }
 
     /// Highest priority of a rule here (0 when empty).
@@ -473,7 +468,7 @@ impl<T> Subtable<T> {
             });
             let end = (s as usize + 1) * n;
             if self.wide.len() < end {
-                let want = (end * 2).max(min_cells() * n);
+                let want = (end * 2).max(MIN_CELLS * n);
                 self.wide = SharedWide::grown(&self.wide, want);
             }
             self.wide.put(s as usize * n, values);
@@ -511,7 +506,7 @@ impl<T> Subtable<T> {
     /// and moves its entries the same way at its next replay (from the log).
     fn regrow_cells(&mut self, ws: &mut WriterState, seed: u64) {
         // At most half full after the next insert (as a doubling leaves it), tombstones gone.
-        let len = ((ws.live + 1) * 2 + 1).next_power_of_two().max(min_cells());
+        let len = ((ws.live + 1) * 2 + 1).next_power_of_two().max(MIN_CELLS);
         let new = SharedCells::with_cells(len);
         let n = self.mask.idx.len();
         let mut to = vec![u32::MAX; self.cells.n_cells()];
