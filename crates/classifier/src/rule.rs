@@ -43,7 +43,12 @@ impl RuleStats {
 /// A mask compiled for lookup: the words it constrains, grouped by stage, and the prefix
 /// length it has on each prefix field. One `Mask` is shared by every rule with that mask and
 /// by the subtable holding them (in both versions).
+///
+/// Aligned to a cache line so that the `Arc`'s counters sit alone in the line before it:
+/// the writer clones the `Arc` for every rule it makes, and readers on other cores read the
+/// mask for every probe (a shared line would move between the cores at each insert).
 #[derive(Debug)]
+#[repr(align(64))]
 pub(crate) struct Mask {
     /// The mask itself.
     pub(crate) key: FlowKey,

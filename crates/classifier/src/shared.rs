@@ -33,12 +33,13 @@
 //!   any reader's version holds: it may say "present" for a value a reader cannot see (the lookup
 //!   then consults one stage more, as an index of 32-bit hashes may anyway), never "absent" for one
 //!   it can. Keys whose count fell to zero stay in place (so that probes past them still find what
-//!   follows) until the next growth drops them.
+//!   follows) until the next growth drops them. Readers see a live flag per key; the counts sit in
+//!   an array of their own, which only the writer reads and writes.
 //! - **Wide values** (masks of more than `N_INLINE` words) live in an array by *wide slot* (the
 //!   cell's `slot` word), written before the cell that refers to them is published, unchanged while
 //!   the cell is live.
 
-use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// An array of `len` values made by `f` (all zeros): made in a `Vec` first, whose loop the
@@ -263,10 +264,16 @@ impl SharedCells {
 }
 
 /// One stage index (see the module documentation): slots of a 32-bit key (the partial
-/// hash's upper half) above a 32-bit count, `0` empty, a key's home its own low bits.
+/// hash's upper half) above a live flag (1 while some live cell has the key), `0` empty, a
+/// key's home its own low bits; and beside them, in their own array, each key's count of
+/// live cells. Readers read only the slots. The count is the writer's: it changes with every
+/// cell made or buried, while the slot changes only when its key's count leaves or reaches
+/// zero, so a key that most cells share (a stage of `dl_type` only, say) does not move its
+/// cache line between the writer's core and the readers' at each insert.
 #[derive(Debug, Clone)]
 pub(crate) struct SharedIndex {
     slots: Arc<[AtomicU64]>,
+    counts: Arc<[AtomicU32]>,
 }
 
 impl Default for SharedIndex {
@@ -287,6 +294,7 @@ impl SharedIndex {
     pub(crate) fn with_slots(len: usize) -> Self {
         SharedIndex {
             slots: zeroed(len, || AtomicU64::new(0)),
+            counts: zeroed(len, || AtomicU32::new(0)),
         }
     }
 
@@ -323,8 +331,7 @@ impl SharedIndex {
     /// True if some live cell's value has partial hash `ph` (or one with the same upper half).
     #[inline]
     pub(crate) fn contains(&self, ph: u64) -> bool {
-        self.position(key_of(ph))
-            .is_some_and(|(_, e)| e & 0xffff_ffff != 0)
+        self.position(key_of(ph)).is_some_and(|(_, e)| e & 1 != 0)
     }
 
     /// Writer: counts one more cell with partial hash `ph`. Returns true if it took a new
@@ -336,12 +343,17 @@ impl SharedIndex {
         loop {
             let e = self.slots[b].load(Ordering::Relaxed);
             if e == 0 {
+                self.counts[b].store(1, Ordering::Relaxed);
                 self.slots[b].store(u64::from(key) << 32 | 1, Ordering::Release);
                 return true;
             }
             if e >> 32 == u64::from(key) {
-                debug_assert!(e & 0xffff_ffff != 0xffff_ffff, "count overflow");
-                self.slots[b].store(e + 1, Ordering::Release);
+                let n = self.counts[b].load(Ordering::Relaxed);
+                debug_assert!(n != u32::MAX, "count overflow");
+                self.counts[b].store(n.saturating_add(1), Ordering::Relaxed);
+                if n == 0 {
+                    self.slots[b].store(e | 1, Ordering::Release);
+                }
                 return false;
             }
             b = (b + 1) & mask;
@@ -351,13 +363,18 @@ impl SharedIndex {
     /// Writer: counts one cell with partial hash `ph` out (its key stays, perhaps at zero).
     /// Returns false if no cell had it.
     pub(crate) fn dec(&self, ph: u64) -> bool {
-        match self.position(key_of(ph)) {
-            Some((b, e)) if e & 0xffff_ffff != 0 => {
-                self.slots[b].store(e - 1, Ordering::Release);
-                true
-            }
-            _ => false,
+        let Some((b, e)) = self.position(key_of(ph)) else {
+            return false;
+        };
+        let n = self.counts[b].load(Ordering::Relaxed);
+        if n == 0 {
+            return false;
         }
+        self.counts[b].store(n - 1, Ordering::Relaxed);
+        if n == 1 {
+            self.slots[b].store(e & !1, Ordering::Release);
+        }
+        true
     }
 
     /// Writer: a copy in an index of `len` slots (rounded up to a power of two), without the keys
@@ -367,8 +384,9 @@ impl SharedIndex {
         let new = SharedIndex::with_slots(len);
         let mask = len - 1;
         let mut n = 0;
-        for e in self.slots.iter().map(|s| s.load(Ordering::Relaxed)) {
-            if e & 0xffff_ffff == 0 {
+        for (e, c) in self.slots.iter().zip(self.counts.iter()) {
+            let (e, c) = (e.load(Ordering::Relaxed), c.load(Ordering::Relaxed));
+            if c == 0 {
                 continue;
             }
             let mut b = (e >> 32) as usize & mask;
@@ -376,14 +394,15 @@ impl SharedIndex {
                 b = (b + 1) & mask;
             }
             new.slots[b].store(e, Ordering::Relaxed);
+            new.counts[b].store(c, Ordering::Relaxed);
             n += 1;
         }
         (new, n)
     }
 
-    /// Bytes of the slot array.
+    /// Bytes of the slot and count arrays.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.slots.len() * 8
+        self.slots.len() * 12
     }
 }
 
