@@ -13,7 +13,7 @@ use packet::key::FlowKey;
 
 use crate::rule::{Mask, Rule};
 use crate::subtable::{SubLog, Subtable, TrieCtx};
-use crate::trie::{prefix_mask, Trie};
+use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
 /// Most keys [`RuleSet::lookup_batch`] takes through the subtables together (a PMD's
@@ -78,14 +78,16 @@ pub struct RuleSet<T> {
     by_mask: HashMap<usize, u32, crate::rule::WordBuildHasher>,
     /// Non-empty subtables as (highest priority, index), highest first.
     order: Vec<(u32, u32)>,
-    tries: Vec<Trie>,
+    /// This version's handles on the tries, which both versions and the writer share (the
+    /// writer's side, [`Trie`], is the classifier's; see [`crate::trie`]).
+    tries: Vec<TrieView>,
     /// Trie changes of the current batch, per trie, as (prefix, length, +1/-1), applied
     /// sorted by [`RuleSet::finish_batch`] so that consecutive walks share their upper path in
     /// cache.
     trie_pending: Vec<Vec<(u128, u8, i8)>>,
-    /// The net trie changes of the last batch, per trie, in prefix order: a replay of that
-    /// batch onto the other version applies them as they are ([`RuleSet::replay`])
-    /// instead of reading every rule's prefix again and sorting.
+    /// The net trie changes of the last batch, per trie, in prefix order. Its additions went
+    /// into the shared tries before it was published; its removals wait for the replay of that
+    /// batch onto the other version ([`RuleSet::replay`]), when no version has those rules.
     last_nets: Vec<Vec<(u128, u8, i64)>>,
     /// Subtables the current batch changed (their own logs say how), for the replay onto
     /// the other version.
@@ -121,7 +123,7 @@ impl<T> RuleSet<T> {
             free: Vec::new(),
             by_mask: HashMap::default(),
             order: Vec::new(),
-            tries: prefixes.iter().map(|_| Trie::default()).collect(),
+            tries: prefixes.iter().map(|_| TrieView::default()).collect(),
             trie_pending: prefixes.iter().map(|_| Vec::new()).collect(),
             last_nets: prefixes.iter().map(|_| Vec::new()).collect(),
             touched: Vec::new(),
@@ -438,9 +440,10 @@ impl<T> RuleSet<T> {
     /// each subtable it changed moves its entries as the batch's growths moved the shared
     /// cells and copies the entries the batch changed (the cells, stage indices and wide
     /// values are shared already), subtables it made are copied and subtables it removed
-    /// dropped; the tries take `published`'s net changes of that batch (already sorted) or a
-    /// copy of a trie the batch built again; the order is `published`'s.
-    pub(crate) fn replay(&mut self, published: &RuleSet<T>, log: &Log<T>) {
+    /// dropped; the order is `published`'s. The shared tries (the writer's `tries`) lose the
+    /// prefixes of the rules the batch removed, which neither version has now; this version
+    /// takes their newest arrays.
+    pub(crate) fn replay(&mut self, published: &RuleSet<T>, log: &Log<T>, tries: &mut [Trie]) {
         debug_assert!(self.touched.is_empty());
         if self.subtables.len() < published.subtables.len() {
             self.subtables
@@ -478,20 +481,30 @@ impl<T> RuleSet<T> {
         self.free.clone_from(&published.free);
         self.order.clone_from(&published.order);
         self.n_rules = published.n_rules;
-        let mut adds = Vec::new();
-        for (t, trie) in self.tries.iter_mut().enumerate() {
-            let nets = &published.last_nets[t];
+        let mut gone: Vec<(u128, u8, i64)> = Vec::new();
+        for (t, trie) in tries.iter_mut().enumerate() {
             debug_assert!(
                 self.trie_pending[t].is_empty(),
                 "a replay pushes no trie change"
             );
-            if nets.is_empty() {
-                continue;
+            gone.clear();
+            gone.extend(published.last_nets[t].iter().filter(|n| n.2 < 0));
+            if !gone.is_empty() {
+                if rebuilds(gone.len(), trie.n_live()) {
+                    let ok = trie.rebuild_with(&gone);
+                    debug_assert!(ok, "trie out of sync");
+                } else {
+                    for &(bits, len, net) in &gone {
+                        for _ in 0..net.unsigned_abs() {
+                            let found = trie.remove(bits, len);
+                            debug_assert!(found, "trie out of sync");
+                        }
+                    }
+                    trie.maybe_relayout();
+                }
             }
-            if rebuilds(nets.len(), trie.n_live()) {
-                trie.copy_from(&published.tries[t]);
-            } else {
-                apply_nets(trie, nets, &mut adds);
+            if !self.tries[t].same(trie.view()) {
+                self.tries[t] = trie.view().clone();
             }
         }
         for nets in &mut self.last_nets {
@@ -513,9 +526,10 @@ impl<T> RuleSet<T> {
         }
     }
 
-    /// Re-sorts the subtables by highest priority after a batch of primitives.
-    pub(crate) fn finish_batch(&mut self) {
-        self.apply_trie_pending();
+    /// Re-sorts the subtables by highest priority after a batch of primitives, and adds its
+    /// rules' prefixes to the shared tries (`tries`, the writer's).
+    pub(crate) fn finish_batch(&mut self, tries: &mut [Trie]) {
+        self.apply_trie_pending(tries);
         self.order.clear();
         for (i, st) in self.subtables.iter().enumerate() {
             if let Some(st) = st {
@@ -563,17 +577,17 @@ impl<T> RuleSet<T> {
         }
     }
 
-    /// Applies the batch's trie changes in prefix order, netting out changes that cancel.
+    /// Nets the batch's trie changes out in prefix order and adds the prefixes whose count
+    /// rose to the shared tries; the net changes are kept, and the removals among them wait
+    /// for the replay ([`RuleSet::replay`]).
     ///
-    /// A trie that a batch changes by at least an eighth of its size is built again from its
+    /// A trie that a batch adds at least an eighth of its size to is built again from its
     /// merged prefix list ([`Trie::rebuild_with`]): sequential work over the whole trie, but no
     /// walk per prefix and no later re-layout. Smaller changes walk from a finger
     /// ([`Trie::insert_sorted`]), which costs little when the prefixes are close together.
-    /// The net changes are kept ([`RuleSet::replay`] applies them to the other
-    /// version).
-    fn apply_trie_pending(&mut self) {
+    fn apply_trie_pending(&mut self, tries: &mut [Trie]) {
         let mut adds: Vec<(u128, u8, u32)> = Vec::new();
-        for (t, trie) in self.tries.iter_mut().enumerate() {
+        for (t, trie) in tries.iter_mut().enumerate() {
             let pending = &mut self.trie_pending[t];
             let nets = &mut self.last_nets[t];
             nets.clear();
@@ -589,19 +603,36 @@ impl<T> RuleSet<T> {
                 }
             }
             nets.retain(|n| n.2 != 0);
-            if rebuilds(nets.len(), trie.n_live()) {
-                let ok = trie.rebuild_with(nets);
-                debug_assert!(ok, "trie out of sync");
+            adds.clear();
+            adds.extend(
+                nets.iter()
+                    .filter(|n| n.2 > 0)
+                    .map(|n| (n.0, n.1, u32::try_from(n.2).unwrap_or(u32::MAX))),
+            );
+            if adds.is_empty() {
                 continue;
             }
-            apply_nets(trie, nets, &mut adds);
+            if rebuilds(adds.len(), trie.n_live()) {
+                let ups: Vec<(u128, u8, i64)> = nets.iter().filter(|n| n.2 > 0).copied().collect();
+                let ok = trie.rebuild_with(&ups);
+                debug_assert!(ok, "trie out of sync");
+            } else {
+                trie.insert_sorted(&adds);
+                trie.maybe_relayout();
+            }
+        }
+        for (view, trie) in self.tries.iter_mut().zip(tries.iter()) {
+            if !view.same(trie.view()) {
+                *view = trie.view().clone();
+            }
         }
     }
 
-    /// Approximate bytes held by this version's tables (arenas, tries, and the cells and
+    /// Approximate bytes held by this version's tables (arenas, and the tries, cells and
     /// indices it shares with the other version), not counting the rules.
     pub fn heap_bytes(&self) -> usize {
         self.own_bytes()
+            + self.tries.iter().map(TrieView::heap_bytes).sum::<usize>()
             + self
                 .subtables
                 .iter()
@@ -622,25 +653,8 @@ impl<T> RuleSet<T> {
             n += pending.capacity() * std::mem::size_of::<(u128, u8, i8)>();
             n += nets.capacity() * std::mem::size_of::<(u128, u8, i64)>();
         }
-        n + self.tries.iter().map(Trie::heap_bytes).sum::<usize>()
+        n
     }
-}
-
-/// Applies net trie changes in prefix order to `trie`: the removals, then the additions from
-/// a finger ([`Trie::insert_sorted`]); `adds` is scratch space.
-fn apply_nets(trie: &mut Trie, nets: &[(u128, u8, i64)], adds: &mut Vec<(u128, u8, u32)>) {
-    adds.clear();
-    for &(bits, len, net) in nets {
-        if net > 0 {
-            adds.push((bits, len, u32::try_from(net).unwrap_or(u32::MAX)));
-        }
-        for _ in 0..(-net).max(0) {
-            let found = trie.remove(bits, len);
-            debug_assert!(found, "trie out of sync");
-        }
-    }
-    trie.insert_sorted(adds);
-    trie.maybe_relayout();
 }
 
 /// Sorts trie changes by `(prefix, length)`. A prefix of a field at most 48 bits wide sits in

@@ -82,7 +82,7 @@ impl<T> Entry<T> {
 #[derive(Debug)]
 pub(crate) struct TrieCtx<'a> {
     pub(crate) prefixes: &'a [PrefixField],
-    pub(crate) tries: &'a [crate::trie::Trie],
+    pub(crate) tries: &'a [crate::trie::TrieView],
     pub(crate) walks: [Walk; crate::rule::MAX_PREFIXES],
 }
 

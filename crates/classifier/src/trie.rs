@@ -17,23 +17,176 @@
 //! address bits that decide between rules instead of whole /32s (OVS `check_tries`).
 //!
 //! The trie is path-compressed and stores absolute prefixes (left-aligned in a `u128`, bits
-//! past the length zero), so removing a node only relinks its parent. Nodes live in a `Vec`
-//! arena indexed by `u32`.
+//! past the length zero), so removing a node only relinks its parent. Nodes live in an array
+//! indexed by `u32`.
+//!
+//! ## One trie for both versions
+//!
+//! Both versions of the rules read the same node array ([`TrieView`], an `Arc` of atomics),
+//! and the writer ([`Trie`]) changes it in place while readers walk it, as the subtables'
+//! cells are shared ([`crate::shared`]):
+//!
+//! - **A node's prefix and length never change while a walk can reach it.** An insertion writes its
+//!   new nodes, then links them with one release store (a split links a new fork in place of the
+//!   old link, the fork pointing at the old node); a walk sees the trie before or after the link,
+//!   never a half-made node. A removal relinks the parent past the node (prefixes are absolute, so
+//!   the node's child is linked as it is).
+//! - **The trie holds a superset of each version's prefixes.** A batch adds its rules' prefixes
+//!   before it is published; the prefixes of the rules it removes leave only at the next replay,
+//!   when no version holds those rules any more (the replay runs after the wait for the spare's
+//!   readers). A walk may then report a prefix length no rule of its version has: the lookup probes
+//!   that subtable and consults more bits, never fewer. Every prefix of its version lies on its
+//!   path in every state a walk may see, so what a walk rules out and the bits it says it read hold
+//!   for its version (see [`Walk`]).
+//! - **An unlinked node is reused only when no walk can be on it.** It waits in limbo, tagged with
+//!   the number of versions published so far; it is freed at the first replay after the next
+//!   publication, whose wait for the spare's readers outlasts every walk that began before the
+//!   unlink ([`Trie::reclaim`]).
+//! - **A re-layout or rebuild writes a new array** ([`Trie::relayout`], [`Trie::rebuild_with`]),
+//!   which the spare takes at once and the other version at its replay; the old one is no longer
+//!   written and stays whole for the readers still on it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// No node.
 const NIL: u32 = u32::MAX;
 
-/// 32 bytes: the prefix is split in two words so that the node needs no 16-byte alignment.
+/// The sentinel at position 0 of every non-empty node array: its first child is the root.
+const SENTINEL: u32 = 0;
+
+/// 32 bytes of atomics (plain loads and stores on x86-64): the prefix in two words, then
+/// `len | count << 32`, then `child[0] | child[1] << 32`.
+#[derive(Debug)]
+pub(crate) struct Node {
+    hi: AtomicU64,
+    lo: AtomicU64,
+    meta: AtomicU64,
+    kids: AtomicU64,
+}
+
+/// A node position not in use.
+const EMPTY: Parts = Parts {
+    bits: 0,
+    len: 0,
+    count: 0,
+    child: [NIL; 2],
+};
+
+/// The parts of a [`Node`], as the writer builds them.
 #[derive(Debug, Clone, Copy)]
-struct Node {
-    /// The node's prefix, left-aligned (high and low halves); bits past `len` are zero.
-    bits: [u64; 2],
+struct Parts {
+    /// The node's prefix, left-aligned; bits past `len` are zero.
+    bits: u128,
     /// Prefix length in bits (1..=128; the root of a trie may also be shorter).
     len: u8,
     /// Rules whose prefix is exactly this one.
     count: u32,
     /// Children by the bit at position `len`.
     child: [u32; 2],
+}
+
+#[allow(clippy::cast_possible_truncation)] // Splitting words in halves, on purpose.
+impl Node {
+    fn new(p: Parts) -> Node {
+        Node {
+            hi: AtomicU64::new((p.bits >> 64) as u64),
+            lo: AtomicU64::new(p.bits as u64),
+            meta: AtomicU64::new(u64::from(p.len) | u64::from(p.count) << 32),
+            kids: AtomicU64::new(pack(p.child)),
+        }
+    }
+
+    #[inline]
+    fn bits(&self) -> u128 {
+        u128::from(self.hi.load(Ordering::Relaxed)) << 64
+            | u128::from(self.lo.load(Ordering::Relaxed))
+    }
+
+    /// `(len, count)`.
+    #[inline]
+    fn meta(&self) -> (u8, u32) {
+        let m = self.meta.load(Ordering::Relaxed);
+        (m as u8, (m >> 32) as u32)
+    }
+
+    #[inline]
+    fn len(&self) -> u8 {
+        self.meta().0
+    }
+
+    #[inline]
+    fn count(&self) -> u32 {
+        self.meta().1
+    }
+
+    /// The children; acquire, so that a child linked since is seen whole.
+    #[inline]
+    fn kids(&self) -> [u32; 2] {
+        let k = self.kids.load(Ordering::Acquire);
+        [k as u32, (k >> 32) as u32]
+    }
+
+    #[inline]
+    fn child(&self, b: usize) -> u32 {
+        self.kids()[b]
+    }
+
+    /// Writer: a node not reachable by any walk takes new contents.
+    fn set(&self, p: Parts) {
+        self.hi.store((p.bits >> 64) as u64, Ordering::Relaxed);
+        self.lo.store(p.bits as u64, Ordering::Relaxed);
+        self.meta.store(
+            u64::from(p.len) | u64::from(p.count) << 32,
+            Ordering::Relaxed,
+        );
+        self.kids.store(pack(p.child), Ordering::Relaxed);
+    }
+
+    /// Writer: a new count (the length stays).
+    fn set_count(&self, count: u32) {
+        self.meta.store(
+            u64::from(self.len()) | u64::from(count) << 32,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Writer: links child `b` with a release store (what it points at was written before).
+    fn set_child(&self, b: usize, to: u32) {
+        let mut k = self.kids();
+        k[b] = to;
+        self.kids.store(pack(k), Ordering::Release);
+    }
+
+    /// Links child `b` of a node no reader can see yet (an array being built).
+    fn link_unshared(&mut self, b: usize, to: u32) {
+        let k = self.kids.get_mut();
+        *k = if b == 0 {
+            (*k & !0xffff_ffff) | u64::from(to)
+        } else {
+            (*k & 0xffff_ffff) | u64::from(to) << 32
+        };
+    }
+
+    fn parts(&self) -> Parts {
+        let (len, count) = self.meta();
+        Parts {
+            bits: self.bits(),
+            len,
+            count,
+            child: self.kids(),
+        }
+    }
+}
+
+/// Length of a node array for `live` nodes (and the sentinel) with room for `extra` more, and
+/// for a quarter again as many as there are.
+fn array_len(live: usize, extra: usize) -> usize {
+    live + 1 + extra.max(live / 4).max(63)
+}
+
+fn pack(k: [u32; 2]) -> u64 {
+    u64::from(k[0]) | u64::from(k[1]) << 32
 }
 
 /// What a lookup learnt about one address.
@@ -54,6 +207,13 @@ impl TrieMatch {
 }
 
 /// A walk along one address, resumable: it goes only as deep as the questions asked so far.
+///
+/// Over a trie the writer changes under it, what a walk concludes holds for its version:
+/// every prefix of the version is in the trie in every state the walk may see, on the
+/// address's path (links move, nodes do not), so a length the walk did not meet on the path
+/// has no prefix of the version there, and a walk that left the path at bit `c` (a node
+/// whose prefix differs there, or no child) was at a node under which, when the walk read its
+/// link, every prefix of the version that agrees with the address to past that node lay.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Walk {
     cur: u32,
@@ -84,23 +244,18 @@ impl Walk {
     }
 }
 
-/// A path-compressed binary trie of prefixes with counts.
+/// A reader's handle on one trie: the node array, shared with the writer and with the other
+/// version (see the module documentation).
 #[derive(Debug, Clone)]
-pub(crate) struct Trie {
-    nodes: Vec<Node>,
-    free: Vec<u32>,
-    root: u32,
-    /// Nodes allocated or freed since the last [`Trie::relayout`].
-    n_changes: usize,
+pub(crate) struct TrieView {
+    /// Never resized once shared (a `Vec` so that the writer builds it in place).
+    nodes: Arc<Vec<Node>>,
 }
 
-impl Default for Trie {
+impl Default for TrieView {
     fn default() -> Self {
-        Trie {
-            nodes: Vec::new(),
-            free: Vec::new(),
-            root: NIL,
-            n_changes: 0,
+        TrieView {
+            nodes: Arc::new(Vec::new()),
         }
     }
 }
@@ -127,49 +282,188 @@ pub(crate) fn prefix_mask(len: u8) -> u128 {
     }
 }
 
-impl Node {
+impl TrieView {
+    /// True if `other` reads the same array.
+    pub(crate) fn same(&self, other: &TrieView) -> bool {
+        Arc::ptr_eq(&self.nodes, &other.nodes)
+    }
+
     #[inline]
-    fn bits(&self) -> u128 {
-        (u128::from(self.bits[0]) << 64) | u128::from(self.bits[1])
+    fn root(&self) -> u32 {
+        self.nodes.first().map_or(NIL, |s| s.child(0))
+    }
+
+    /// Walks the trie along `bits` (a left-aligned address of `width` bits) to the end.
+    #[cfg(test)]
+    pub(crate) fn lookup(&self, bits: u128, width: u8) -> TrieMatch {
+        let mut w = Walk::default();
+        self.advance(&mut w, bits, width, u8::MAX);
+        w.m
+    }
+
+    /// Continues walk `w` along `bits` until it knows the answer for prefix length `upto`
+    /// (see [`Walk::knows`]): a lookup whose subtables have short prefixes does not pay for
+    /// the whole depth of the trie.
+    #[inline]
+    pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
+        if !w.started {
+            w.started = true;
+            w.cur = self.root();
+        }
+        while !w.done && w.m.examined <= upto {
+            if w.cur == NIL {
+                w.done = true;
+                break;
+            }
+            let node = &self.nodes[w.cur as usize];
+            let (len, count) = node.meta();
+            let c = common_len(node.bits(), bits, len);
+            if c < len {
+                w.m.examined = c + 1;
+                w.done = true;
+                break;
+            }
+            if count > 0 && len > 0 {
+                w.m.lens |= 1u128 << (len - 1);
+            }
+            if len >= width {
+                w.m.examined = width;
+                w.done = true;
+                break;
+            }
+            w.m.examined = len + 1;
+            w.cur = node.child(bit(bits, len));
+        }
+    }
+
+    /// Bytes of the node array.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.nodes.len() * std::mem::size_of::<Node>()
     }
 }
 
-#[allow(clippy::cast_possible_truncation)] // Splitting a `u128` in halves.
-fn split(v: u128) -> [u64; 2] {
-    [(v >> 64) as u64, v as u64]
+/// The writer's side of one trie: the newest node array (which the spare reads) and where
+/// new nodes go.
+#[derive(Debug, Default)]
+pub(crate) struct Trie {
+    view: TrieView,
+    /// Nodes free for reuse.
+    free: Vec<u32>,
+    /// Nodes unlinked while the `u64`-th version was the published one (see
+    /// [`Trie::reclaim`]).
+    limbo: Vec<(u64, u32)>,
+    /// The number of versions published when the writer last said ([`Trie::reclaim`]).
+    epoch: u64,
+    /// Positions below this one have been handed out (position 0 is the sentinel).
+    next: u32,
+    n_live: usize,
+    /// Nodes allocated or freed since the last [`Trie::relayout`].
+    n_changes: usize,
+}
+
+/// A deep copy, in a new array (tests compare a trie changed two ways).
+#[cfg(test)]
+impl Clone for Trie {
+    fn clone(&self) -> Self {
+        let nodes: Vec<Node> = self
+            .view
+            .nodes
+            .iter()
+            .map(|n| Node::new(n.parts()))
+            .collect();
+        Trie {
+            view: TrieView {
+                nodes: Arc::new(nodes),
+            },
+            free: self.free.clone(),
+            limbo: self.limbo.clone(),
+            epoch: self.epoch,
+            next: self.next,
+            n_live: self.n_live,
+            n_changes: self.n_changes,
+        }
+    }
 }
 
 impl Trie {
-    fn alloc(&mut self, node: Node) -> u32 {
-        self.n_changes += 1;
-        if let Some(i) = self.free.pop() {
-            self.nodes[i as usize] = node;
-            i
-        } else {
-            self.nodes.push(node);
-            u32::try_from(self.nodes.len() - 1).expect("fewer than 4G trie nodes")
+    /// The newest node array, for the version being written.
+    pub(crate) fn view(&self) -> &TrieView {
+        &self.view
+    }
+
+    fn node(&self, i: u32) -> &Node {
+        &self.view.nodes[i as usize]
+    }
+
+    /// Live nodes (prefixes and forks).
+    pub(crate) fn n_live(&self) -> usize {
+        self.n_live
+    }
+
+    /// Called after each wait for the spare's readers, with the number of versions published
+    /// so far: frees the nodes unlinked while an earlier version than the published one was
+    /// published (every walk that could be on them has ended: the version those walks read has
+    /// been the spare since, and has just been waited for), and tags the next unlinks with
+    /// `published`.
+    pub(crate) fn reclaim(&mut self, published: u64) {
+        self.epoch = published;
+        let free = &mut self.free;
+        self.limbo.retain(|(e, i)| {
+            if *e < published {
+                free.push(*i);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// Positions that can take a new node now.
+    fn room(&self) -> usize {
+        self.free.len() + self.view.nodes.len().saturating_sub(self.next as usize)
+    }
+
+    /// Makes room for `n` new nodes, in a new array (laid out again) if needed.
+    fn reserve(&mut self, n: usize) {
+        if self.room() < n {
+            self.relayout_with_room(n);
         }
     }
 
-    fn set_link(&mut self, parent: Option<(u32, usize)>, to: u32) {
-        match parent {
-            None => self.root = to,
-            Some((p, b)) => self.nodes[p as usize].child[b] = to,
-        }
+    fn alloc(&mut self, p: Parts) -> u32 {
+        self.n_changes += 1;
+        self.n_live += 1;
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next += 1;
+                i
+            }
+        };
+        self.node(i).set(p);
+        i
+    }
+
+    /// Links `to` as child `b` of `parent` (the sentinel's child 0 is the root).
+    fn set_link(&self, (parent, b): (u32, usize), to: u32) {
+        self.node(parent).set_child(b, to);
     }
 
     /// Adds one rule with prefix `bits` (left-aligned, masked) of length `len`.
     #[cfg(test)]
     pub(crate) fn insert(&mut self, bits: u128, len: u8) {
-        self.insert_at(None, self.root, bits, len, 1);
+        self.reserve(2);
+        let root = self.view.root();
+        self.insert_at((SENTINEL, 0), root, bits, len, 1);
     }
 
     /// Adds `n` rules with prefix `bits` of length `len`, walking down from `cur` (linked
     /// from `parent`), which must be where a walk from the root would arrive. Returns the
-    /// node that holds the prefix.
+    /// node that holds the prefix. Room for two nodes must be reserved.
     fn insert_at(
         &mut self,
-        mut parent: Option<(u32, usize)>,
+        mut parent: (u32, usize),
         mut cur: u32,
         bits: u128,
         len: u8,
@@ -177,8 +471,8 @@ impl Trie {
     ) -> u32 {
         loop {
             if cur == NIL {
-                let new = self.alloc(Node {
-                    bits: split(bits),
+                let new = self.alloc(Parts {
+                    bits,
                     len,
                     count: n,
                     child: [NIL; 2],
@@ -186,24 +480,24 @@ impl Trie {
                 self.set_link(parent, new);
                 return new;
             }
-            let node = &self.nodes[cur as usize];
-            let c = common_len(node.bits(), bits, node.len.min(len));
+            let node = self.node(cur).parts();
+            let c = common_len(node.bits, bits, node.len.min(len));
             if c == node.len {
                 if node.len == len {
-                    self.nodes[cur as usize].count += n;
+                    self.node(cur).set_count(node.count + n);
                     return cur;
                 }
                 let b = bit(bits, node.len);
-                parent = Some((cur, b));
+                parent = (cur, b);
                 cur = node.child[b];
                 continue;
             }
             // The new prefix leaves this node's path at bit `c` (or ends at it).
             if c == len {
                 let mut child = [NIL; 2];
-                child[bit(node.bits(), len)] = cur;
-                let new = self.alloc(Node {
-                    bits: split(bits),
+                child[bit(node.bits, len)] = cur;
+                let new = self.alloc(Parts {
+                    bits,
                     len,
                     count: n,
                     child,
@@ -211,26 +505,23 @@ impl Trie {
                 self.set_link(parent, new);
                 return new;
             }
-            {
-                let node_bits = node.bits();
-                let leaf = self.alloc(Node {
-                    bits: split(bits),
-                    len,
-                    count: n,
-                    child: [NIL; 2],
-                });
-                let mut child = [NIL; 2];
-                child[bit(bits, c)] = leaf;
-                child[bit(node_bits, c)] = cur;
-                let fork = self.alloc(Node {
-                    bits: split(bits & prefix_mask(c)),
-                    len: c,
-                    count: 0,
-                    child,
-                });
-                self.set_link(parent, fork);
-                return leaf;
-            }
+            let leaf = self.alloc(Parts {
+                bits,
+                len,
+                count: n,
+                child: [NIL; 2],
+            });
+            let mut child = [NIL; 2];
+            child[bit(bits, c)] = leaf;
+            child[bit(node.bits, c)] = cur;
+            let fork = self.alloc(Parts {
+                bits: bits & prefix_mask(c),
+                len: c,
+                count: 0,
+                child,
+            });
+            self.set_link(parent, fork);
+            return leaf;
         }
     }
 
@@ -239,9 +530,11 @@ impl Trie {
     /// insertion's path that is a prefix of the new one (a finger), instead of the root, so
     /// a sorted batch costs about one node step per prefix. Correct in any order.
     pub(crate) fn insert_sorted(&mut self, items: &[(u128, u8, u32)]) {
+        self.reserve(2 * items.len());
         if let [(bits, len, n)] = *items {
             // One prefix (a single-rule commit): no finger to keep.
-            self.insert_at(None, self.root, bits, len, n);
+            let root = self.view.root();
+            self.insert_at((SENTINEL, 0), root, bits, len, n);
             return;
         }
         // Nodes from the root towards the previous prefix, each a prefix of the next (a
@@ -249,65 +542,66 @@ impl Trie {
         let mut path: Vec<u32> = Vec::new();
         for &(bits, len, n) in items {
             while let Some(&top) = path.last() {
-                let node = &self.nodes[top as usize];
-                if node.len <= len && common_len(node.bits(), bits, node.len) == node.len {
+                let node = self.node(top);
+                let nl = node.len();
+                if nl <= len && common_len(node.bits(), bits, nl) == nl {
                     break;
                 }
                 path.pop();
             }
             let (parent, cur) = match path.last() {
-                None => (None, self.root),
+                None => ((SENTINEL, 0), self.view.root()),
                 Some(&p) => {
-                    let node = &self.nodes[p as usize];
-                    if node.len == len {
-                        self.nodes[p as usize].count += n;
+                    let node = self.node(p);
+                    let (nl, count) = node.meta();
+                    if nl == len {
+                        node.set_count(count + n);
                         continue;
                     }
-                    let b = bit(bits, node.len);
-                    (Some((p, b)), node.child[b])
+                    let b = bit(bits, nl);
+                    ((p, b), node.child(b))
                 }
             };
             let target = self.insert_at(parent, cur, bits, len, n);
-            let mut at = match parent {
-                None => self.root,
-                Some((p, b)) => self.nodes[p as usize].child[b],
-            };
+            let mut at = self.node(parent.0).child(parent.1);
             loop {
                 path.push(at);
                 if at == target {
                     break;
                 }
-                let node = &self.nodes[at as usize];
-                at = node.child[bit(bits, node.len)];
+                let node = self.node(at);
+                at = node.child(bit(bits, node.len()));
             }
         }
     }
 
     /// Removes one rule with prefix `bits` of length `len`. Returns `false` if there is
-    /// none (an internal inconsistency the caller reports).
+    /// none (an internal inconsistency the caller reports). Nodes it unlinks wait in limbo.
     pub(crate) fn remove(&mut self, bits: u128, len: u8) -> bool {
-        let mut path: Vec<(u32, usize)> = Vec::new();
-        let mut cur = self.root;
+        let mut path: Vec<(u32, usize)> = vec![(SENTINEL, 0)];
+        let mut cur = self.view.root();
         while cur != NIL {
-            let node = &self.nodes[cur as usize];
-            if node.len > len || common_len(node.bits(), bits, node.len) < node.len {
+            let node = self.node(cur);
+            let nl = node.len();
+            if nl > len || common_len(node.bits(), bits, nl) < nl {
                 return false;
             }
-            if node.len == len {
+            if nl == len {
                 break;
             }
-            let b = bit(bits, node.len);
+            let b = bit(bits, nl);
             path.push((cur, b));
-            cur = node.child[b];
+            cur = node.child(b);
         }
-        if cur == NIL || self.nodes[cur as usize].count == 0 {
+        if cur == NIL || self.node(cur).count() == 0 {
             return false;
         }
-        self.nodes[cur as usize].count -= 1;
+        let node = self.node(cur);
+        node.set_count(node.count() - 1);
         // Drop nodes that no longer carry a prefix or a fork, bottom up.
         let mut at = cur;
         loop {
-            let node = &self.nodes[at as usize];
+            let node = self.node(at).parts();
             if node.count > 0 {
                 break;
             }
@@ -316,38 +610,46 @@ impl Trie {
                 break;
             }
             let replacement = kids.first().copied().unwrap_or(NIL);
-            let parent = path.pop();
+            let Some(parent) = path.pop() else {
+                break;
+            };
             self.set_link(parent, replacement);
-            self.free.push(at);
+            self.limbo.push((self.epoch, at));
+            self.n_live -= 1;
             self.n_changes += 1;
-            match parent {
-                Some((p, _)) if replacement == NIL => at = p,
-                _ => break,
+            if replacement != NIL || parent.0 == SENTINEL {
+                break;
             }
+            at = parent.0;
         }
         true
     }
 
-    /// Rewrites the arena in depth-first order (a node's first child right after it, small
-    /// subtrees within a page) once a quarter of the nodes changed since the last time, so
-    /// that a walk touches few cache lines and pages. Amortised O(1) per change.
+    /// Lays the trie out again, in a new array, once a quarter of the nodes changed since
+    /// the last time, so that a walk touches few cache lines and pages. Amortised O(1) per
+    /// change.
     pub(crate) fn maybe_relayout(&mut self) {
-        let live = self.n_live();
-        if self.n_changes >= 64 && self.n_changes * 4 >= live {
+        if self.n_changes >= 64 && self.n_changes * 4 >= self.n_live {
             self.relayout();
         }
     }
 
-    fn relayout(&mut self) {
-        self.n_changes = 0;
-        let mut nodes = Vec::with_capacity(self.nodes.len() - self.free.len());
+    /// Writes the trie into a new array in depth-first order (a node's first child right
+    /// after it, small subtrees within a page), with room for as many nodes again.
+    pub(crate) fn relayout(&mut self) {
+        self.relayout_with_room(0);
+    }
+
+    fn relayout_with_room(&mut self, extra: usize) {
+        let mut nodes: Vec<Node> = Vec::with_capacity(array_len(self.n_live, extra));
+        nodes.push(Node::new(EMPTY));
         let mut stack: Vec<(u32, u32, usize)> = Vec::new();
-        if self.root != NIL {
-            stack.push((self.root, NIL, 0));
+        let root = self.view.root();
+        if root != NIL {
+            stack.push((root, SENTINEL, 0));
         }
-        let mut root = NIL;
         while let Some((old, parent, side)) = stack.pop() {
-            let node = &self.nodes[old as usize];
+            let node = self.node(old).parts();
             let new = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
             // Second child first on the stack, so the first child is laid out next.
             for b in [1, 0] {
@@ -355,46 +657,41 @@ impl Trie {
                     stack.push((node.child[b], new, b));
                 }
             }
-            nodes.push(Node {
+            nodes.push(Node::new(Parts {
                 child: [NIL; 2],
-                ..*node
-            });
-            if parent == NIL {
-                root = new;
-            } else {
-                nodes[parent as usize].child[side] = new;
-            }
+                ..node
+            }));
+            nodes[parent as usize].link_unshared(side, new);
         }
-        self.nodes = nodes;
+        self.install(nodes, extra);
+    }
+
+    /// Takes `nodes` (the sentinel first, then the live nodes) as the new array, with room for
+    /// `extra` more nodes and a quarter again as many as there are (a re-layout comes after a
+    /// quarter of the nodes changed anyway).
+    fn install(&mut self, mut nodes: Vec<Node>, extra: usize) {
+        let live = nodes.len() - 1;
+        let used = nodes.len();
+        nodes.resize_with(array_len(live, extra), || Node::new(EMPTY));
+        self.view = TrieView {
+            nodes: Arc::new(nodes),
+        };
+        self.next = u32::try_from(used).expect("fewer than 4G trie nodes");
         self.free.clear();
-        self.root = root;
-    }
-
-    /// Makes this trie a copy of `other`, in this trie's memory where it is large enough
-    /// (a copy of the nodes, without a walk: how a replay takes a trie that a large batch built
-    /// again in the other version).
-    pub(crate) fn copy_from(&mut self, other: &Trie) {
-        self.nodes.clone_from(&other.nodes);
-        self.free.clone_from(&other.free);
-        self.root = other.root;
-        self.n_changes = other.n_changes;
-    }
-
-    /// Live nodes (prefixes and forks).
-    pub(crate) fn n_live(&self) -> usize {
-        self.nodes.len() - self.free.len()
+        self.limbo.clear();
+        self.n_live = live;
+        self.n_changes = 0;
     }
 
     /// Applies `changes` (net count changes per prefix, sorted by `(bits, len)`, each prefix
-    /// once) by building the trie again from the merged, sorted list of its prefixes, laid out
-    /// depth-first as [`Trie::relayout`] does: linear in the trie's size plus the changes, and
-    /// sequential, where inserting many prefixes one by one costs a walk (a few cache misses)
-    /// each. The result is the same trie (path-compressed tries are canonical). The new nodes
-    /// go into the old arena's memory (fresh memory costs a page fault per 4 KB). Returns
-    /// `false`, and leaves the trie unchanged, if a change would take a prefix's count below
-    /// zero (an internal inconsistency the caller reports).
+    /// once) by building the trie again, in a new array, from the merged, sorted list of its
+    /// prefixes, laid out depth-first as [`Trie::relayout`] does: linear in the trie's size
+    /// plus the changes, and sequential, where inserting many prefixes one by one costs a walk
+    /// (a few cache misses) each. The result is the same trie (path-compressed tries are
+    /// canonical). Returns `false`, and leaves the trie unchanged, if a change would take a
+    /// prefix's count below zero (an internal inconsistency the caller reports).
     pub(crate) fn rebuild_with(&mut self, changes: &[(u128, u8, i64)]) -> bool {
-        let mut merged: Vec<(u128, u8, u32)> = Vec::with_capacity(self.n_live() + changes.len());
+        let mut merged: Vec<(u128, u8, u32)> = Vec::with_capacity(self.n_live + changes.len());
         let mut changes = changes.iter().peekable();
         let mut push = |bits: u128, len: u8, mut n: i64| -> bool {
             while let Some(&&(cb, cl, d)) = changes.peek() {
@@ -414,12 +711,13 @@ impl Trie {
         // then its 1 side) visits them in exactly that order, since a node's prefix,
         // zero-padded, is at most any prefix below it and the 0 side sorts first.
         let mut stack: Vec<u32> = Vec::new();
-        if self.root != NIL {
-            stack.push(self.root);
+        let root = self.view.root();
+        if root != NIL {
+            stack.push(root);
         }
         while let Some(at) = stack.pop() {
-            let node = &self.nodes[at as usize];
-            if node.count > 0 && !push(node.bits(), node.len, i64::from(node.count)) {
+            let node = self.node(at).parts();
+            if node.count > 0 && !push(node.bits, node.len, i64::from(node.count)) {
                 return false;
             }
             for b in [1, 0] {
@@ -432,64 +730,32 @@ impl Trie {
         if !push(u128::MAX, u8::MAX, 0) {
             return false;
         }
-        self.nodes.clear();
-        self.nodes.reserve(2 * merged.len());
-        self.root = if merged.is_empty() {
-            NIL
-        } else {
-            build(&merged, &mut self.nodes)
-        };
-        self.free.clear();
-        self.n_changes = 0;
+        // At most two nodes per prefix (a prefix and a fork).
+        let mut nodes: Vec<Node> = Vec::with_capacity(array_len(2 * merged.len(), 0));
+        nodes.push(Node::new(EMPTY));
+        if !merged.is_empty() {
+            let root = build(&merged, &mut nodes);
+            nodes[0].link_unshared(0, root);
+        }
+        self.install(nodes, 0);
         true
     }
 
     /// Walks the trie along `bits` (a left-aligned address of `width` bits) to the end.
     #[cfg(test)]
     pub(crate) fn lookup(&self, bits: u128, width: u8) -> TrieMatch {
-        let mut w = Walk::default();
-        self.advance(&mut w, bits, width, u8::MAX);
-        w.m
+        self.view.lookup(bits, width)
     }
 
-    /// Continues walk `w` along `bits` until it knows the answer for prefix length `upto`
-    /// (see [`Walk::knows`]): a lookup whose subtables have short prefixes does not pay for
-    /// the whole depth of the trie.
-    #[inline]
+    /// [`TrieView::advance`] on the newest array.
+    #[cfg(test)]
     pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
-        if !w.started {
-            w.started = true;
-            w.cur = self.root;
-        }
-        while !w.done && w.m.examined <= upto {
-            if w.cur == NIL {
-                w.done = true;
-                break;
-            }
-            let node = &self.nodes[w.cur as usize];
-            let c = common_len(node.bits(), bits, node.len);
-            if c < node.len {
-                w.m.examined = c + 1;
-                w.done = true;
-                break;
-            }
-            if node.count > 0 && node.len > 0 {
-                w.m.lens |= 1u128 << (node.len - 1);
-            }
-            if node.len >= width {
-                w.m.examined = width;
-                w.done = true;
-                break;
-            }
-            w.m.examined = node.len + 1;
-            w.cur = node.child[bit(bits, node.len)];
-        }
+        self.view.advance(w, bits, width, upto);
     }
 
-    /// Bytes held by the node arena.
+    /// Bytes the writer holds besides the node array.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.free.capacity() * std::mem::size_of::<u32>()
+        self.free.capacity() * 4 + self.limbo.capacity() * 16
     }
 }
 
@@ -536,12 +802,12 @@ fn build_range(
     let len = lcp[lo + 1..hi].iter().copied().min().unwrap_or(fl);
     let (count, rest) = if fl == len { (fc, lo + 1) } else { (0, lo) };
     let at = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
-    nodes.push(Node {
-        bits: split(fb & prefix_mask(len)),
+    nodes.push(Node::new(Parts {
+        bits: fb & prefix_mask(len),
         len,
         count,
         child: [NIL; 2],
-    });
+    }));
     if rest < hi {
         // Every item of `rest..hi` is longer than `len`, so bit `len` exists.
         let ones = match lcp[rest + 1..hi].iter().rposition(|l| *l == len) {
@@ -552,7 +818,7 @@ fn build_range(
         for (side, (a, b)) in [(0, (rest, ones)), (1, (ones, hi))] {
             if a < b {
                 let c = build_range(items, lcp, a, b, nodes);
-                nodes[at as usize].child[side] = c;
+                nodes[at as usize].link_unshared(side, c);
             }
         }
     }

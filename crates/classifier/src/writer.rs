@@ -17,6 +17,7 @@ use packet::key::{fields, FlowKey, KeyField};
 
 use crate::rule::{rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES};
 use crate::ruleset::{Log, Prim, RuleSet};
+use crate::trie::Trie;
 use crate::{Error, PrefixField};
 
 /// One change in a [`Batch`].
@@ -175,6 +176,10 @@ pub struct Classifier<T> {
     valid_next: usize,
     prefixes: Arc<[PrefixField]>,
     next_seq: u64,
+    /// The writer's side of the prefix tries, which both versions read (see [`crate::trie`]).
+    tries: Vec<Trie>,
+    /// Versions published so far (the tries' nodes are reused by this count).
+    n_published: u64,
 }
 
 impl<T> std::fmt::Debug for Classifier<T> {
@@ -247,8 +252,10 @@ impl<T> Classifier<T> {
             masks_pruned_at: 0,
             valid: Vec::new(),
             valid_next: 0,
+            tries: prefixes.iter().map(|_| Trie::default()).collect(),
             prefixes,
             next_seq: 0,
+            n_published: 0,
         })
     }
 
@@ -299,7 +306,9 @@ impl<T> Classifier<T> {
     /// Memory held by the rules and both versions' tables (allocator overhead not included).
     pub fn memory(&self) -> MemoryStats {
         let published = self.shared.load();
-        let table_bytes = published.heap_bytes() + self.spare.own_bytes();
+        let table_bytes = published.heap_bytes()
+            + self.spare.own_bytes()
+            + self.tries.iter().map(Trie::heap_bytes).sum::<usize>();
         let mut rule_bytes = 0;
         for r in published.rules() {
             // `ArcInner` adds two counters; the stats live in their own `Arc`.
@@ -397,7 +406,7 @@ impl<T> Classifier<T> {
         for p in applied.iter().rev() {
             spare.apply(&p.inverse());
         }
-        spare.finish_batch();
+        spare.finish_batch(&mut self.tries);
         // The spare holds what the published version holds again: nothing to replay, and
         // the cells the batch made are buried now (no version has entries there).
         spare.bury_rolled_back();
@@ -407,9 +416,10 @@ impl<T> Classifier<T> {
     /// the spare.
     fn publish(&mut self) {
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
-        spare.finish_batch();
+        spare.finish_batch(&mut self.tries);
         self.pending = spare.take_log();
         self.spare = self.shared.swap(self.spare.clone());
+        self.n_published += 1;
         self.prune_masks();
     }
 
@@ -424,13 +434,17 @@ impl<T> Classifier<T> {
             }
             spins = spins.saturating_add(1);
         }
+        // No walk is on a trie node unlinked before the last publication any more.
+        for trie in &mut self.tries {
+            trie.reclaim(self.n_published);
+        }
         if self.pending.is_empty() {
             return;
         }
         let published = self.shared.load_full();
         let spare = Arc::get_mut(&mut self.spare).expect("checked above");
         let log = std::mem::take(&mut self.pending);
-        spare.replay(&published, &log);
+        spare.replay(&published, &log, &mut self.tries);
     }
 
     /// [`validate`], skipping the prerequisite check when the mask and prerequisite bits are
