@@ -2,10 +2,10 @@
 //! rules are never touched, while this thread inserts `rules` new exact rules through the API
 //! ([`OfDatapath::flow_mods`], bundles of `bundle`). Reports insertions per second and the
 //! established flows' rate during the insertion as a ratio to their rate without it, and
-//! checks that no established packet was dropped or took a stale or wrong decision: every
-//! packet the PMD received reached `p1` (the established flows' port, counted per flow by the
-//! null sink), none reached `p2` (the new rules' port), and each flow's count is within one
-//! replay pass of the others.
+//! checks that no established packet was dropped or took a stale or wrong decision: the
+//! replay port dropped none on receive, every packet the PMD received reached
+//! `p1` (the established flows' port, counted per flow by the null sink), none reached `p2`
+//! (the new rules' port), and each flow's count is within one replay pass of the others.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,8 +89,13 @@ pub struct InsertResult {
     pub delivered: u64,
     /// Packets that reached `p2` (wrong decisions).
     pub wrong_port: u64,
-    /// Packets the PMD dropped, any reason.
+    /// Packets dropped: by the PMD, any reason, and by the replay port on receive
+    /// (`rx_dropped`).
     pub dropped: u64,
+    /// Of `dropped`, the packets the replay port dropped on receive (no buffer in the PMD's
+    /// pool, or too long for one): they never reached the PMD, so `received` does not count
+    /// them.
+    pub rx_dropped: u64,
     /// Smallest and largest per-flow count at `p1`.
     pub per_flow_min: u64,
     /// See `per_flow_min`.
@@ -243,7 +248,8 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
     dp.remove_port(p0);
     std::thread::sleep(Duration::from_millis(50));
     let stats = threads.stop();
-    let (received, dropped, retranslated) = total(&stats);
+    let (received, pmd_dropped, retranslated) = total(&stats);
+    let rx_dropped = rx.stats().drops.total();
     let counts = sink1.flow_counts();
     let per_flow: Vec<u64> = counts.flows.values().map(|c| c.packets).collect();
     Ok(InsertResult {
@@ -269,7 +275,8 @@ pub fn run_insert(opts: &InsertOptions) -> anyhow::Result<InsertResult> {
         received,
         delivered: sink1.stats().tx_packets,
         wrong_port: sink2.stats().tx_packets,
-        dropped,
+        dropped: pmd_dropped + rx_dropped,
+        rx_dropped,
         per_flow_min: per_flow.iter().copied().min().unwrap_or(0),
         per_flow_max: per_flow.iter().copied().max().unwrap_or(0),
         flows_seen: per_flow.len(),

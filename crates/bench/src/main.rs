@@ -220,11 +220,12 @@ fn print_insert(r: &bench::insert::InsertResult, json: bool) -> anyhow::Result<(
             r.established, r.baseline_mpps, r.during_mpps, r.ratio
         );
         println!(
-            "received {}, delivered {}, to the new rules' port {}, dropped {}, per-flow counts {}..{} over {} flows, megaflows {}, retranslated {}: {}",
+            "received {}, delivered {}, to the new rules' port {}, dropped {} ({} by the replay port), per-flow counts {}..{} over {} flows, megaflows {}, retranslated {}: {}",
             r.received,
             r.delivered,
             r.wrong_port,
             r.dropped,
+            r.rx_dropped,
             r.per_flow_min,
             r.per_flow_max,
             r.flows_seen,

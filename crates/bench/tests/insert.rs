@@ -16,6 +16,12 @@ fn insertion_under_traffic_loses_and_misdirects_nothing() {
     })
     .expect("runs");
     assert!(r.received > 0);
+    // Nothing lost: no drop by the PMD or by the replay port, every received packet delivered.
+    assert_eq!((r.dropped, r.rx_dropped), (0, 0), "{r:#?}");
+    assert_eq!(r.delivered, r.received, "{r:#?}");
+    // Nothing misdirected: none to the new rules' port, every flow within one replay pass.
+    assert_eq!(r.wrong_port, 0, "{r:#?}");
+    assert!(r.per_flow_max - r.per_flow_min <= 1, "{r:#?}");
     assert!(r.is_clean(), "{r:#?}");
     assert_eq!(r.flows_seen, 64);
     assert_eq!(r.megaflows, 64, "the established megaflows survive: {r:#?}");

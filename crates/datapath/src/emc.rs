@@ -461,6 +461,88 @@ mod tests {
         assert!(!emc.is_off());
     }
 
+    /// A table of `n` live flows, one per IPv4 source `0..n` (and a second mask, so that the
+    /// cache would be consulted), with each flow's key and the key's hash.
+    fn many_flows(n: u32) -> (MegaflowTable, Vec<(FlowKey, u32, FlowId)>) {
+        let (mut t, _) = table_with_two_masks();
+        let mut m = FlowKey::default();
+        m.set(fields::DL_TYPE, u128::MAX);
+        m.set(fields::NW_SRC, u128::MAX);
+        // Sources from 100 up: `table_with_two_masks` holds source 1 already.
+        let keys: Vec<FlowKey> = (100..100 + n).map(key).collect();
+        let ids: Vec<FlowId> = keys.iter().map(|k| t.insert(k, &m)).collect();
+        let flows = keys
+            .iter()
+            .zip(ids)
+            .map(|(k, id)| (*k, key_hash(k, t.used_words()), id))
+            .collect();
+        (t, flows)
+    }
+
+    /// One packet of each flow, in order, as the PMD handles them: a lookup, then an offer
+    /// after a miss (the megaflow hit). Returns the hits.
+    fn pass(emc: &mut Emc, t: &MegaflowTable, flows: &[(FlowKey, u32, FlowId)]) -> usize {
+        let mut hits = 0;
+        for (k, h, id) in flows {
+            match emc.lookup(*h, k, t) {
+                Some(found) => {
+                    assert_eq!(found, *id);
+                    hits += 1;
+                }
+                None => emc.offer(*h, *id, t),
+            }
+        }
+        hits
+    }
+
+    #[test]
+    fn four_times_more_flows_than_slots_keep_a_resident_part_hitting() {
+        // 256 flows round-robin over 64 slots: about four flows per slot. Replacing on every
+        // offer would evict each slot's flow before it comes back (only the few slots that one
+        // flow alone maps to would hit); the policy keeps one resident flow per slot, so
+        // nearly every occupied slot hits once a pass.
+        let (t, flows) = many_flows(256);
+        let mut emc = Emc::new(64, EmcMode::Auto);
+        let slots: std::collections::HashSet<usize> =
+            flows.iter().map(|(_, h, _)| emc.slot(*h)).collect();
+        pass(&mut emc, &t, &flows);
+        for round in 0..20 {
+            let hits = pass(&mut emc, &t, &flows);
+            assert!(
+                hits * 4 >= slots.len() * 3,
+                "round {round}: {hits} hits for {} occupied slots",
+                slots.len()
+            );
+        }
+    }
+
+    #[test]
+    fn a_new_flow_gets_into_a_full_cache_eventually() {
+        let (t, flows) = many_flows(1024);
+        let mut emc = Emc::new(64, EmcMode::Auto);
+        // Fill every slot with a live flow.
+        let (resident, newcomer) = flows.split_at(1000);
+        pass(&mut emc, &t, resident);
+        assert!(emc.entries.iter().all(|v| *v != 0));
+        // A new flow whose slot holds a live flow: each of its packets offers it, and one of
+        // the next `REPLACE_EVERY` offers takes the slot.
+        let (k, h, id) = newcomer[0];
+        let (occupant, _, occupant_id) = *resident
+            .iter()
+            .find(|(_, rh, _)| emc.slot(*rh) == emc.slot(h) && emc.candidate(*rh).is_some())
+            .expect("some resident flow holds the newcomer's slot");
+        assert!(t.contains(occupant_id));
+        let offers = (1..=REPLACE_EVERY)
+            .find(|_| {
+                emc.offer(h, id, &t);
+                emc.lookup(h, &k, &t).is_some()
+            })
+            .expect("the new flow got in");
+        assert_eq!(emc.lookup(h, &k, &t), Some(id), "after {offers} offers");
+        let occupant_hash = key_hash(&occupant, t.used_words());
+        assert_eq!(emc.lookup(occupant_hash, &occupant, &t), None);
+    }
+
     #[test]
     fn batch_lookup_agrees_with_single_lookups() {
         let (mut t, id) = table_with_two_masks();

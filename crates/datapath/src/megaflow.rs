@@ -595,14 +595,20 @@ impl MegaflowTable {
         matches!(self.slots.get(id as usize), Some(Some(_)))
     }
 
-    /// Sorts the subtables by hits since the last ranking, most first, and resets the hits
-    /// (OVS `dpcls_sort_subtable_vector`).
+    /// Sorts the subtables by hits, most first, and halves the hits, so that the next ranking
+    /// weighs the hits since this one over older ones (OVS `dpcls_sort_subtable_vector`).
     pub fn rank(&mut self) {
         self.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits));
         for s in &mut self.subtables {
             s.hits /= 2;
         }
         self.reindex();
+    }
+
+    /// The subtables' masks in the order lookups probe them.
+    #[cfg(test)]
+    fn probe_order(&self) -> Vec<FlowKey> {
+        self.subtables.iter().map(|st| st.mask).collect()
     }
 
     /// Removes every flow.
@@ -700,6 +706,42 @@ mod tests {
         for (k, o) in keys.iter().zip(out) {
             assert_eq!(t.lookup(k), o);
         }
+    }
+
+    #[test]
+    fn rank_probes_the_most_hit_subtable_first() {
+        let mut t = MegaflowTable::new();
+        let (y, x) = (
+            mask_of(&[fields::DL_TYPE, fields::NW_DST]),
+            mask_of(&[fields::DL_TYPE, fields::NW_SRC]),
+        );
+        // Y first: before any ranking, subtables are probed in the order they came.
+        let fy = t.insert(&key(0, 1, 0), &y);
+        let fx = t.insert(&key(2, 0, 0), &x);
+        assert_eq!(t.probe_order(), [y, x]);
+        for _ in 0..100 {
+            assert_eq!(t.lookup(&key(2, 5, 5)), Some(fx));
+        }
+        let mut out = [None; 8];
+        t.lookup_batch(&[key(2, 7, 7); 8], &mut out);
+        assert!(out.iter().all(|o| *o == Some(fx)));
+        for _ in 0..5 {
+            assert_eq!(t.lookup(&key(9, 1, 9)), Some(fy));
+        }
+        t.rank();
+        assert_eq!(t.probe_order(), [x, y]);
+        // The flows are still found where they moved, and can still be removed.
+        assert!(t.covers(fx, &key(2, 0, 0)) && t.covers(fy, &key(0, 1, 0)));
+        assert_eq!(t.lookup(&key(0, 1, 0)), Some(fy));
+        // Ranking follows the traffic: hits since the last ranking outweigh the halved past.
+        for _ in 0..200 {
+            assert_eq!(t.lookup(&key(9, 1, 9)), Some(fy));
+        }
+        t.rank();
+        assert_eq!(t.probe_order(), [y, x]);
+        assert!(t.remove(fx));
+        assert_eq!(t.probe_order(), [y]);
+        assert_eq!(t.lookup(&key(9, 1, 9)), Some(fy));
     }
 
     proptest! {

@@ -1,7 +1,8 @@
 //! The cached datapath end to end, in memory: extraction, EMC, megaflows, upcalls through the
 //! real pipeline, action execution, revalidation after flow-table changes, statistics
-//! credited to rules, every drop reason of the PMD, batch edges and frame sizes, and a
-//! property test that the caches agree with a full translation.
+//! credited to rules, every drop reason of the PMD, batch edges and frame sizes, and
+//! property tests that the caches agree with a full translation: the same frames, byte for
+//! byte and copy for copy, out of the same ports.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,7 +10,9 @@ use std::sync::Arc;
 use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
 use datapath::ofproto::OfDatapath;
 use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
-use datapath::{Datapath, DpPort, DropReason, Pmd, PmdConfig, PmdStats, PmdThreads};
+use datapath::{
+    exec, Datapath, DpPort, DropReason, Pmd, PmdConfig, PmdStats, PmdThreads, Pool, PoolConfig,
+};
 use packet::builder::PacketBuilder;
 use packet::key::{fields, FlowKey};
 use pipeline::odp::{DpAction, SetField};
@@ -122,6 +125,66 @@ impl Rig {
         names.sort();
         names.dedup();
         names
+    }
+
+    /// What a full translation (no cache) of `frame` arriving on `port` sends, executed on the
+    /// frame here: one `(port, frame bytes)` per output, sorted. The rules of these tests make
+    /// only outputs, VLAN and set actions; each rewrite fits the frame.
+    fn translated_outputs(&self, port: &str, frame: &[u8]) -> Vec<(String, Vec<u8>)> {
+        let sw = self.of.switch();
+        let dp = sw.layout().port_by_name(port).and_then(|p| p.dp_port);
+        let mut k = FlowKey::default();
+        let info = packet::extract::extract(frame, &mut k);
+        let nw_proto = k.nw_proto();
+        k.set_in_port(dp.expect("the port has a datapath number"));
+        let up = sw
+            .upcall(&k, pipeline::xlate::XlateOptions::default())
+            .expect("port");
+        // One buffer: a default pool's 11 MiB, made for every packet, would be most of the
+        // property tests' time.
+        let pool = Pool::new(PoolConfig {
+            n_small: 1,
+            n_jumbo: 0,
+        });
+        let mut pkt = pool.alloc_copy(frame).expect("a test frame fits a buffer");
+        pkt.meta_mut().set_offsets(&info);
+        let mut out = Vec::new();
+        for a in &up.output.actions {
+            match a {
+                DpAction::Output(p) => {
+                    let name = sw.layout().port_by_dp(*p).map(|l| l.name.clone());
+                    out.push((
+                        name.expect("an output to a known port"),
+                        pkt.data().to_vec(),
+                    ));
+                }
+                DpAction::PushVlan { tpid, tci } => {
+                    assert!(exec::push_vlan(&mut pkt, *tpid, *tci));
+                }
+                DpAction::PopVlan => assert!(exec::pop_vlan(&mut pkt)),
+                DpAction::Set(fs) => {
+                    for f in fs {
+                        assert!(exec::set_field(&mut pkt, f, nw_proto), "{f:?}");
+                    }
+                }
+                other => panic!("no rule of these tests makes {other:?}"),
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// What the PMD sends when `frame` arrives on `port`: one `(port, frame bytes)` per
+    /// transmitted frame, sorted.
+    fn outputs(&mut self, port: &str, frame: &[u8]) -> Vec<(String, Vec<u8>)> {
+        self.send(port, &[frame.to_vec()]);
+        let mut out: Vec<(String, Vec<u8>)> = self
+            .taken()
+            .into_iter()
+            .flat_map(|(name, frames)| frames.into_iter().map(move |f| (name.clone(), f)))
+            .collect();
+        out.sort();
+        out
     }
 
     fn out_ports(&mut self, port: &str, frame: &[u8]) -> Vec<String> {
@@ -541,7 +604,7 @@ fn arb_rules() -> impl Strategy<Value = Vec<(u16, Option<u8>, Option<u16>, u8)>>
             0u16..4,
             proptest::option::of(0u8..4),
             proptest::option::of(0u16..4),
-            0u8..4,
+            0u8..6,
         ),
         0..8,
     )
@@ -559,14 +622,20 @@ fn rule_text((prio, src, dport, out): &(u16, Option<u8>, Option<u16>, u8)) -> St
         0 => "drop".to_string(),
         1 => "output:p2".to_string(),
         2 => "output:p3".to_string(),
-        _ => "output:p2,output:p3".to_string(),
+        3 => "output:p2,output:p3".to_string(),
+        // Copies to one port, the second rewritten.
+        4 => "output:p2,mod_tp_dst:9,output:p2".to_string(),
+        // Rewrites with checksum updates before the outputs.
+        _ => "mod_nw_src:10.9.9.9,mod_tp_dst:8,output:p3,output:p2".to_string(),
     };
     s + ",actions=" + &act
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-    /// Whatever the rules and changes, every packet goes where a full translation of it says.
+    /// Whatever the rules and changes, every packet goes where a full translation of it says,
+    /// as many times and rewritten as it says: the frames out of each port are compared byte
+    /// for byte with the translation's actions executed on the packet.
     #[test]
     fn caches_agree_with_full_translation(
         phases in proptest::collection::vec((arb_rules(), proptest::collection::vec((0u8..4, 0u16..4), 1..12)), 1..4)
@@ -582,8 +651,8 @@ proptest! {
             }
             for (src, dport) in packets {
                 let f = udp(0x0a00_0000 + u32::from(src), dport, 64);
-                let want = r.translated_ports("p1", &f);
-                let got = r.out_ports("p1", &f);
+                let want = r.translated_outputs("p1", &f);
+                let got = r.outputs("p1", &f);
                 prop_assert_eq!(got, want);
             }
         }
@@ -798,6 +867,9 @@ fn step_rule(t: u8, prio: u16, src: Option<u8>, dport: Option<u16>, act: u8) -> 
         (0, 4) => "resubmit(,1)",
         (0, 5) => "mod_tp_dst:3,resubmit(,1)",
         (0, _) => "output:p3,resubmit(,1)",
+        // Copies to one port, the second rewritten; a rewrite with checksum updates.
+        (_, 4) => "output:p2,mod_tp_dst:1,output:p2",
+        (_, 5) => "mod_nw_src:10.0.0.3,output:p3",
         (_, _) => "output:p2",
     };
     let whole = format!("{m},actions={act}");
@@ -808,7 +880,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     /// Incremental changes (adds that may or may not overlap cached megaflows, strict and
     /// non-strict deletes, two tables with resubmits and rewrites before a lookup): after every
-    /// acknowledged change, every packet goes where a full translation says.
+    /// acknowledged change, every packet goes where a full translation says, as many times and
+    /// with the bytes it says.
     #[test]
     fn targeted_revalidation_agrees_with_full_translation(
         steps in proptest::collection::vec(arb_step(), 1..24)
@@ -836,8 +909,8 @@ proptest! {
                 Step::Send(packets) => {
                     for (src, dport) in packets {
                         let f = udp(0x0a00_0000 + u32::from(src), dport, 64);
-                        let want = r.translated_ports("p1", &f);
-                        let got = r.out_ports("p1", &f);
+                        let want = r.translated_outputs("p1", &f);
+                        let got = r.outputs("p1", &f);
                         prop_assert_eq!(got, want, "packet src {} dport {}", src, dport);
                     }
                 }

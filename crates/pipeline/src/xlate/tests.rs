@@ -861,3 +861,47 @@ fn regression_trace_walk_spells_push_vlan_not_drop() {
     assert!(!walk.lines().any(|l| l.trim() == "drop"), "{walk}");
     assert_eq!(r.datapath_actions(), "push_vlan(vid=10,pcp=0),2");
 }
+
+/// Runs `scenario` and asserts that the drop counter of `reason` moved by `expected` and no
+/// other drop counter moved.
+fn assert_only_drop(sw: &Switch, reason: DropReason, expected: u64, scenario: impl FnOnce()) {
+    let before = sw.counters.all();
+    scenario();
+    for ((name, b), (_, a)) in before.into_iter().zip(sw.counters.all()) {
+        let want = if name == reason.as_str() { expected } else { 0 };
+        assert_eq!(a - b, want, "{name} while testing {}", reason.as_str());
+    }
+}
+
+#[test]
+fn output_to_a_no_forward_port_counts_drop_no_forward() {
+    let mut sw = switch(&["in_port=1,actions=output:2,output:3"]);
+    sw.mod_port("br0", "p2", &["noforward"])
+        .expect("port exists");
+    assert_only_drop(&sw, DropReason::NoForward, 1, || {
+        assert_eq!(odp(&sw, IP1), "3");
+    });
+}
+
+#[test]
+fn unsupported_actions_count_drop_unsupported_action() {
+    // An action this pipeline does not implement (a group) is skipped; the rest runs.
+    let sw = switch(&["in_port=1,actions=group:1,output:2"]);
+    assert_only_drop(&sw, DropReason::Unsupported, 1, || {
+        assert_eq!(odp(&sw, IP1), "2");
+    });
+    // A resubmit through connection tracking is skipped; the actions after it run.
+    let sw = switch(&[
+        "table=0,ct_state=+trk+est,in_port=1,ip,actions=output:3,resubmit(,1,ct),output:4",
+    ]);
+    let tracked = TraceInput::Flow {
+        bridge: "br0",
+        flow: "in_port=1,ct_state=+trk+est,tcp",
+    };
+    assert_only_drop(&sw, DropReason::Unsupported, 1, || {
+        let r = sw
+            .trace(tracked, XlateOptions::default())
+            .expect("valid trace");
+        assert_eq!(r.datapath_actions(), "3,4");
+    });
+}
