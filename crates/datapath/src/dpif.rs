@@ -14,15 +14,27 @@
 //!
 //! The change log keeps the last [`MAX_CHANGES`] changes; a PMD further behind revalidates
 //! everything.
+//!
+//! # Upcall budgets
+//!
+//! The datapath keeps one [`UpcallBudget`] per port ([`Datapath::upcall_budget`]), shared by
+//! the PMD threads that poll the port's rx queues, so the upcall rate is per ingress port
+//! however its queues are spread over threads.
+//!
+//! # Clock
+//!
+//! [`Datapath::now_ms`] is the clock of idle expiry and budget refills: real time by default,
+//! or a clock that only moves when told ([`Datapath::with_manual_clock`]), so that tests of
+//! expiry and refills neither sleep nor depend on how fast they run.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::netdev::Netdev;
 use crate::pmd::PmdStats;
-use crate::upcall::{Change, Upcall};
+use crate::upcall::{Change, Upcall, UpcallBudget};
 
 /// Changes kept for PMD threads that are behind.
 pub const MAX_CHANGES: usize = 64;
@@ -54,6 +66,15 @@ pub struct PmdShared {
     pub stats: Mutex<PmdStats>,
 }
 
+/// Where [`Datapath::now_ms`] reads the time.
+#[derive(Debug)]
+enum Clock {
+    /// Milliseconds since this instant (when the datapath was made).
+    Real(Instant),
+    /// Milliseconds as set by [`Datapath::advance_ms`].
+    Manual(AtomicU64),
+}
+
 /// One datapath: ports, translator, generation.
 #[derive(Debug)]
 pub struct Datapath {
@@ -64,7 +85,9 @@ pub struct Datapath {
     changes: Mutex<VecDeque<(u64, Arc<Change>)>>,
     pmds: Mutex<Vec<Arc<PmdShared>>>,
     stats_req: AtomicU64,
-    epoch: Instant,
+    /// The upcall budget of each port that a PMD polls, by datapath port number.
+    budgets: Mutex<HashMap<u32, Arc<UpcallBudget>>>,
+    clock: Clock,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -72,8 +95,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Datapath {
-    /// A datapath without ports that translates with `upcall`.
+    /// A datapath without ports that translates with `upcall`, on the real clock.
     pub fn new(upcall: Arc<dyn Upcall>) -> Arc<Datapath> {
+        Datapath::with_clock(upcall, Clock::Real(Instant::now()))
+    }
+
+    /// A datapath whose clock stands at 0 ms and moves only by [`Datapath::advance_ms`]: idle
+    /// expiry and upcall-budget refills happen exactly when a test says time has passed.
+    pub fn with_manual_clock(upcall: Arc<dyn Upcall>) -> Arc<Datapath> {
+        Datapath::with_clock(upcall, Clock::Manual(AtomicU64::new(0)))
+    }
+
+    fn with_clock(upcall: Arc<dyn Upcall>, clock: Clock) -> Arc<Datapath> {
         Arc::new(Datapath {
             upcall,
             ports: RwLock::new(Vec::new()),
@@ -82,7 +115,8 @@ impl Datapath {
             changes: Mutex::new(VecDeque::new()),
             pmds: Mutex::new(Vec::new()),
             stats_req: AtomicU64::new(0),
-            epoch: Instant::now(),
+            budgets: Mutex::new(HashMap::new()),
+            clock,
         })
     }
 
@@ -91,9 +125,35 @@ impl Datapath {
         &self.upcall
     }
 
-    /// Milliseconds since the datapath was made.
+    /// Milliseconds since the datapath was made (or as set, on a manual clock).
     pub fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        match &self.clock {
+            Clock::Real(epoch) => u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX),
+            Clock::Manual(ms) => ms.load(Ordering::Acquire),
+        }
+    }
+
+    /// Moves a manual clock `ms` milliseconds forward; false (and nothing done) on the real
+    /// clock. PMDs see the new time at their next housekeeping.
+    pub fn advance_ms(&self, ms: u64) -> bool {
+        match &self.clock {
+            Clock::Real(_) => false,
+            Clock::Manual(now) => {
+                now.fetch_add(ms, Ordering::AcqRel);
+                true
+            }
+        }
+    }
+
+    /// The upcall budget of port `dp_port`: one per port, shared by every PMD thread that
+    /// polls one of its rx queues. The first PMD that asks for it sets its `rate` (upcalls per
+    /// second) and `burst`; the PMD threads of one datapath share one configuration
+    /// ([`crate::pmd::PmdThreads::spawn`]).
+    pub fn upcall_budget(&self, dp_port: u32, rate: u32, burst: u32) -> Arc<UpcallBudget> {
+        lock(&self.budgets)
+            .entry(dp_port)
+            .or_insert_with(|| Arc::new(UpcallBudget::new(rate, burst, self.now_ms())))
+            .clone()
     }
 
     /// Adds (or replaces) a port. PMD threads pick it up at their next housekeeping; rx
@@ -112,6 +172,7 @@ impl Datapath {
         let mut ports = self.ports.write().unwrap_or_else(PoisonError::into_inner);
         let before = ports.len();
         ports.retain(|p| p.dp_port != dp_port);
+        lock(&self.budgets).remove(&dp_port);
         self.port_gen.fetch_add(1, Ordering::Release);
         before != ports.len()
     }

@@ -9,8 +9,10 @@
 //!    the rest, hashed and prefetched as a batch.
 //! 3. **Upcall** for each miss, through a token bucket per ingress port
 //!    ([`PmdConfig::upcall_rate`]): a storm of new flows costs counted drops (`drop_upcall_limit`),
-//!    not stalls of established flows. The translation's mask and actions become a megaflow, unless
-//!    the table is at [`PmdConfig::megaflow_limit`]: then the packet is forwarded by the
+//!    not stalls of established flows. The bucket is the port's, not the rx queue's or the PMD's:
+//!    every PMD polling one of the port's queues shares it ([`crate::upcall::UpcallBudget`] says
+//!    why it is shared rather than split). The translation's mask and actions become a megaflow,
+//!    unless the table is at [`PmdConfig::megaflow_limit`]: then the packet is forwarded by the
 //!    translation alone (counted in `megaflow_limit_hits`) and established megaflows stay; nothing
 //!    is evicted to make room, so no flow set larger than the limit makes the cache thrash.
 //! 4. **Execute** each packet's actions: outputs are queued per tx port and each queue is flushed
@@ -19,7 +21,7 @@
 //!
 //! # Housekeeping (about every millisecond)
 //!
-//! Token buckets refill; a slice of the megaflows is swept (idle ones expire after
+//! Upcall budgets refill; a slice of the megaflows is swept (idle ones expire after
 //! [`PmdConfig::max_idle_ms`], the others credit their packet and byte counts to the
 //! OpenFlow rules their translation matched); subtables are re-ranked by hits every
 //! second; counters are published to [`PmdShared`]; NORMAL's MAC changes trigger the
@@ -35,7 +37,6 @@
 //! actions and no wider mask keeps the megaflow; otherwise it is removed (its statistics
 //! credited first) and the next packet upcalls.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
@@ -53,7 +54,7 @@ use crate::megaflow::{FlowId, MegaflowTable};
 use crate::netdev::Netdev;
 use crate::pool::{Pool, PoolConfig};
 use crate::stats::DropCounts;
-use crate::upcall::{Change, Projections, UpcallError, UpcallRequest};
+use crate::upcall::{Change, Projections, UpcallBudget, UpcallError, UpcallRequest};
 use crate::{cycles, exec};
 
 /// A PMD thread's settings.
@@ -65,7 +66,8 @@ pub struct PmdConfig {
     pub megaflow_limit: usize,
     /// A megaflow unused this long expires (OVS `max-idle`).
     pub max_idle_ms: u64,
-    /// Upcalls per second per ingress port; misses beyond it are dropped and counted.
+    /// Upcalls per second per ingress port (whatever its number of rx queues and the PMDs
+    /// polling them); misses beyond it are dropped and counted (`drop_upcall_limit`).
     pub upcall_rate: u32,
     /// Upcalls in a burst per ingress port.
     pub upcall_burst: u32,
@@ -244,7 +246,8 @@ struct RxQueue {
     netdev: Arc<dyn Netdev>,
     q: usize,
     vlan_limit: u32,
-    tokens: u32,
+    /// The port's upcall budget, shared with the port's other queues and their PMDs.
+    budget: Arc<UpcallBudget>,
 }
 
 /// One tx port as this PMD sends to it.
@@ -297,7 +300,6 @@ pub struct Pmd {
     stats: PmdStats,
     now_ms: u64,
     next_housekeeping: u64,
-    last_refill_ms: u64,
     last_rank_ms: u64,
     sweep_cursor: usize,
     housekeeping_cycles: u64,
@@ -352,7 +354,6 @@ impl Pmd {
             },
             now_ms: dp.now_ms(),
             next_housekeeping: 0,
-            last_refill_ms: dp.now_ms(),
             last_rank_ms: dp.now_ms(),
             sweep_cursor: 0,
             housekeeping_cycles: hz_per_ms,
@@ -432,11 +433,6 @@ impl Pmd {
         self.port_gen = g;
         self.flush_tx();
         let ports = self.dp.ports();
-        let old: HashMap<(u32, usize), u32> = self
-            .rxqs
-            .iter()
-            .map(|r| ((r.dp_port, r.q), r.tokens))
-            .collect();
         self.rxqs.clear();
         self.tx.clear();
         let mut j = 0usize;
@@ -448,10 +444,11 @@ impl Pmd {
                         netdev: p.netdev.clone(),
                         q,
                         vlan_limit: p.vlan_limit,
-                        tokens: old
-                            .get(&(p.dp_port, q))
-                            .copied()
-                            .unwrap_or(self.cfg.upcall_burst),
+                        budget: self.dp.upcall_budget(
+                            p.dp_port,
+                            self.cfg.upcall_rate,
+                            self.cfg.upcall_burst,
+                        ),
                     });
                 }
                 j += 1;
@@ -520,14 +517,9 @@ impl Pmd {
     pub fn housekeeping(&mut self, full: bool) {
         self.now_ms = self.dp.now_ms();
         self.refresh_ports();
-        let dt = self.now_ms.saturating_sub(self.last_refill_ms);
-        if dt > 0 {
-            self.last_refill_ms = self.now_ms;
-            let add = u64::from(self.cfg.upcall_rate).saturating_mul(dt) / 1000;
-            for r in &mut self.rxqs {
-                let t = u64::from(r.tokens).saturating_add(add);
-                r.tokens = u32::try_from(t.min(u64::from(self.cfg.upcall_burst))).unwrap_or(0);
-            }
+        // Each interval is credited once per budget, whichever queue or PMD refills it first.
+        for r in &self.rxqs {
+            r.budget.refill(self.now_ms);
         }
         let req = self.dp.stats_request();
         let all = full || req != self.stats_seen;
@@ -731,11 +723,9 @@ impl Pmd {
 
     /// An upcall for packet `i` of the batch received on rx queue `r`.
     fn miss(&mut self, r: usize, i: usize, len: usize) -> Fate {
-        let rq = &mut self.rxqs[r];
-        if rq.tokens == 0 {
+        if !self.rxqs[r].budget.try_take() {
             return Fate::Drop(DropReason::UpcallLimit);
         }
-        rq.tokens -= 1;
         // A megaflow installed by an earlier packet of this batch may cover this one.
         if let Some(id) = self.megaflows.lookup(&self.keys[i]) {
             return Fate::Flow(id);

@@ -1,0 +1,237 @@
+//! The PMD's limits: the upcall budget of each ingress port (shared by its rx queues and the
+//! PMDs polling them, refilled at its rate), the megaflow limit with idle expiry, and the
+//! per-thread statistics (pinning, cycles per packet, copies that find no buffer).
+//!
+//! Time moves only when a test says so: the datapaths here run on a manual clock
+//! ([`Datapath::with_manual_clock`]), and no test asserts a speed.
+
+use std::sync::Arc;
+
+use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
+use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
+use datapath::{Datapath, DpPort, DropReason, Pmd, PmdConfig};
+use packet::builder::PacketBuilder;
+use packet::key::{fields, FlowKey};
+use pipeline::odp::DpAction;
+use pipeline::xlate::XlateDeps;
+
+/// Datapath port numbers of the rigs.
+const A: u32 = 1;
+const B: u32 = 2;
+const OUT: u32 = 3;
+
+/// A UDP frame from IPv4 source `src`.
+fn udp(src: u32) -> Vec<u8> {
+    PacketBuilder::ethernet([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv4(src.to_be_bytes(), [10, 0, 0, 2])
+        .udp(1000, 7)
+        .payload(&[0x5a; 18])
+        .build()
+}
+
+/// The IPv4 source of a frame `udp` built.
+fn src_of(frame: &[u8]) -> u32 {
+    u32::from_be_bytes([frame[26], frame[27], frame[28], frame[29]])
+}
+
+/// A translator whose megaflows match the ingress port and the IPv4 source exactly (every new
+/// source is a miss), with the same actions for all.
+#[derive(Debug)]
+struct PerSource(Vec<DpAction>);
+
+impl Upcall for PerSource {
+    fn translate(&self, _req: &UpcallRequest<'_>) -> Result<Translation, UpcallError> {
+        let mut mask = FlowKey::default();
+        for f in [fields::IN_PORT, fields::DL_TYPE, fields::NW_SRC] {
+            mask.set(f, u128::MAX);
+        }
+        Ok(Translation {
+            actions: self.0.clone(),
+            mask,
+            bridge: Arc::from("br0"),
+            of_in_port: 1,
+            deps: XlateDeps::default(),
+        })
+    }
+}
+
+/// Ports A and B (with `n_rxq_a` and 1 rx queues) and OUT (2 tx queues, one per PMD of the
+/// two-PMD tests), on a manual clock, translating with `actions`.
+struct Rig {
+    dp: Arc<Datapath>,
+    a: Arc<MemoryNetdev>,
+    b: Arc<MemoryNetdev>,
+    out: Arc<MemoryNetdev>,
+}
+
+fn mem(name: &str, n_rxq: usize) -> Arc<MemoryNetdev> {
+    Arc::new(MemoryNetdev::new(
+        name,
+        MemoryConfig {
+            n_rxq,
+            n_txq: 2,
+            rxq_len: 4096,
+            txq_len: 4096,
+        },
+    ))
+}
+
+fn rig(actions: Vec<DpAction>, n_rxq_a: usize) -> Rig {
+    let dp = Datapath::with_manual_clock(Arc::new(PerSource(actions)));
+    let (a, b, out) = (mem("a", n_rxq_a), mem("b", 1), mem("out", 1));
+    for (n, p) in [(A, &a), (B, &b), (OUT, &out)] {
+        dp.add_port(DpPort {
+            dp_port: n,
+            netdev: p.clone(),
+            vlan_limit: 1,
+        });
+    }
+    Rig { dp, a, b, out }
+}
+
+fn budget_cfg(rate: u32, burst: u32) -> PmdConfig {
+    PmdConfig {
+        upcall_rate: rate,
+        upcall_burst: burst,
+        ..PmdConfig::default()
+    }
+}
+
+/// Runs `pmds` until none of `ports`' rx queues holds a frame.
+fn drain(pmds: &mut [&mut Pmd], ports: &[&MemoryNetdev]) {
+    let pending = || {
+        ports
+            .iter()
+            .map(|p| (0..4).map(|q| p.rx_pending(q)).sum::<usize>())
+            .sum::<usize>()
+    };
+    while pending() > 0 {
+        for pmd in pmds.iter_mut() {
+            pmd.run_once();
+        }
+    }
+}
+
+/// Sends each of `srcs` once on queue `q` of `port` and runs `pmd` until it is all read.
+fn send(pmd: &mut Pmd, port: &MemoryNetdev, q: usize, srcs: impl IntoIterator<Item = u32>) {
+    for s in srcs {
+        assert!(port.inject(q, &udp(s)));
+    }
+    drain(&mut [pmd], &[port]);
+}
+
+/// How many of the frames `out` transmitted came from each of `srcs`, summed.
+fn count_from(sent: &[Vec<u8>], srcs: impl Fn(u32) -> bool) -> usize {
+    sent.iter().filter(|f| srcs(src_of(f))).count()
+}
+
+#[test]
+fn upcall_storm_on_one_port_spares_established_flows_and_other_ports() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, budget_cfg(1000, 10));
+    let budget_b = r.dp.upcall_budget(B, 1000, 10);
+    // The established flow on A spends one of A's 10 tokens.
+    send(&mut pmd, &r.a, 0, [1]);
+    assert_eq!(pmd.stats().upcalls, 1);
+    // A storm of 500 new sources on A, with the established flow's packets in between.
+    let mut established = 1;
+    for i in 0..500u32 {
+        assert!(r.a.inject(0, &udp(1000 + i)));
+        if i % 10 == 0 {
+            assert!(r.a.inject(0, &udp(1)));
+            established += 1;
+        }
+    }
+    drain(&mut [&mut pmd], &[&r.a]);
+    let s = pmd.stats();
+    assert_eq!(s.upcalls, 10, "A's burst, then no more");
+    assert_eq!(s.drops.get(DropReason::UpcallLimit), 500 - 9);
+    assert_eq!(s.drops.total(), 500 - 9);
+    assert_eq!(
+        budget_b.tokens(),
+        10,
+        "A's storm spent nothing of B's budget"
+    );
+    // New flows on B get through: B's budget is its own.
+    send(&mut pmd, &r.b, 0, 5000..5005);
+    let s = pmd.stats();
+    assert_eq!(s.upcalls, 15);
+    assert_eq!(s.drops.total(), 500 - 9, "no drop on B");
+    assert_eq!(budget_b.tokens(), 5);
+    let sent = r.out.take_all_tx();
+    assert_eq!(
+        count_from(&sent, |s| s == 1),
+        established,
+        "every established packet"
+    );
+    assert_eq!(count_from(&sent, |s| (1000..1500).contains(&s)), 9);
+    assert_eq!(count_from(&sent, |s| (5000..5005).contains(&s)), 5);
+}
+
+#[test]
+fn upcall_budget_refills_at_its_rate_on_the_datapath_clock() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    // 500 upcalls a second: one every 2 ms.
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, budget_cfg(500, 4));
+    let mut next = 0u32;
+    let mut new_flows = |pmd: &mut Pmd, n: u32| {
+        let before = pmd.stats().upcalls;
+        send(pmd, &r.a, 0, next..next + n);
+        next += n;
+        pmd.stats().upcalls - before
+    };
+    assert_eq!(new_flows(&mut pmd, 10), 4, "the burst");
+    assert_eq!(
+        new_flows(&mut pmd, 3),
+        0,
+        "spent, and the clock stands still"
+    );
+    r.dp.advance_ms(1);
+    pmd.housekeeping(false);
+    assert_eq!(new_flows(&mut pmd, 3), 0, "half a token");
+    r.dp.advance_ms(1);
+    pmd.housekeeping(false);
+    assert_eq!(new_flows(&mut pmd, 3), 1, "the halves add up to one");
+    r.dp.advance_ms(6);
+    pmd.housekeeping(false);
+    assert_eq!(new_flows(&mut pmd, 5), 3);
+    // A long pause refills up to the burst, no further.
+    r.dp.advance_ms(60_000);
+    pmd.housekeeping(false);
+    assert_eq!(new_flows(&mut pmd, 10), 4);
+    let s = pmd.stats();
+    assert_eq!(s.upcalls, 12);
+    assert_eq!(s.drops.get(DropReason::UpcallLimit), 34 - 12);
+}
+
+#[test]
+fn a_port_with_several_rx_queues_has_one_budget() {
+    // One PMD polling both of A's queues.
+    let r = rig(vec![DpAction::Output(OUT)], 2);
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, budget_cfg(0, 10));
+    for i in 0..50u32 {
+        assert!(r.a.inject(0, &udp(i)));
+        assert!(r.a.inject(1, &udp(100 + i)));
+    }
+    drain(&mut [&mut pmd], &[&r.a]);
+    let s = pmd.stats();
+    assert_eq!(s.upcalls, 10, "one budget for both queues");
+    assert_eq!(s.drops.get(DropReason::UpcallLimit), 90);
+
+    // Two PMDs, each polling one of A's queues (queue j of all ports goes to PMD j % 2).
+    let r = rig(vec![DpAction::Output(OUT)], 2);
+    let mut p0 = Pmd::new(r.dp.clone(), 0, 2, budget_cfg(0, 10));
+    let mut p1 = Pmd::new(r.dp.clone(), 1, 2, budget_cfg(0, 10));
+    for i in 0..8u32 {
+        assert!(r.a.inject(0, &udp(i)));
+        assert!(r.a.inject(1, &udp(100 + i)));
+    }
+    // PMD 0 reads its 8 first and spends 8 tokens: 2 are left for PMD 1.
+    drain(&mut [&mut p0, &mut p1], &[&r.a]);
+    let (s0, s1) = (p0.stats(), p1.stats());
+    assert_eq!((s0.packets, s1.packets), (8, 8), "one queue each");
+    assert_eq!((s0.upcalls, s1.upcalls), (8, 2), "from one budget");
+    assert_eq!(s0.drops.get(DropReason::UpcallLimit), 0);
+    assert_eq!(s1.drops.get(DropReason::UpcallLimit), 6);
+    assert_eq!(r.out.take_all_tx().len(), 10);
+}
