@@ -11,10 +11,12 @@
 //!    ([`PmdConfig::upcall_rate`]): a storm of new flows costs counted drops (`drop_upcall_limit`),
 //!    not stalls of established flows. The bucket is the port's, not the rx queue's or the PMD's:
 //!    every PMD polling one of the port's queues shares it ([`crate::upcall::UpcallBudget`] says
-//!    why it is shared rather than split). The translation's mask and actions become a megaflow,
-//!    unless the table is at [`PmdConfig::megaflow_limit`]: then the packet is forwarded by the
-//!    translation alone (counted in `megaflow_limit_hits`) and established megaflows stay; nothing
-//!    is evicted to make room, so no flow set larger than the limit makes the cache thrash.
+//!    why it is shared rather than split). A miss first looks for a megaflow installed by an
+//!    earlier packet of the same batch: a batch of one new flow costs one upcall and one token, not
+//!    one per packet. The translation's mask and actions become a megaflow, unless the table is at
+//!    [`PmdConfig::megaflow_limit`]: then the packet is forwarded by the translation alone (counted
+//!    in `megaflow_limit_hits`) and established megaflows stay; nothing is evicted to make room, so
+//!    no flow set larger than the limit makes the cache thrash.
 //! 4. **Execute** each packet's actions: outputs are queued per tx port and each queue is flushed
 //!    once per batch (or when it holds 32); a copy is made only for outputs before the last one
 //!    (mirrors, floods); header rewrites use incremental checksums.
@@ -299,6 +301,8 @@ pub struct Pmd {
     stats_seen: u64,
     stats: PmdStats,
     now_ms: u64,
+    /// Megaflows installed while processing the current batch.
+    batch_installs: usize,
     next_housekeeping: u64,
     last_rank_ms: u64,
     sweep_cursor: usize,
@@ -353,6 +357,7 @@ impl Pmd {
                 ..PmdStats::default()
             },
             now_ms: dp.now_ms(),
+            batch_installs: 0,
             next_housekeeping: 0,
             last_rank_ms: dp.now_ms(),
             sweep_cursor: 0,
@@ -637,6 +642,7 @@ impl Pmd {
             self.emc.account(cycles::now().wrapping_sub(t0), n);
         }
         self.direct.clear();
+        self.batch_installs = 0;
         for (i, f) in found.iter().copied().enumerate().take(n) {
             self.fates[i] = match f {
                 Some(id) => Fate::Flow(id),
@@ -721,14 +727,19 @@ impl Pmd {
         }
     }
 
-    /// An upcall for packet `i` of the batch received on rx queue `r`.
+    /// An upcall for packet `i` of the batch received on rx queue `r`, if its port's budget
+    /// has a token left and no earlier packet of the batch installed a megaflow covering it.
     fn miss(&mut self, r: usize, i: usize, len: usize) -> Fate {
+        // The table changes only here, within a batch: with nothing installed since the
+        // batch's lookup, there is nothing new to find.
+        if self.batch_installs > 0 {
+            if let Some(id) = self.megaflows.lookup(&self.keys[i]) {
+                self.stats.megaflow_hits += 1;
+                return Fate::Flow(id);
+            }
+        }
         if !self.rxqs[r].budget.try_take() {
             return Fate::Drop(DropReason::UpcallLimit);
-        }
-        // A megaflow installed by an earlier packet of this batch may cover this one.
-        if let Some(id) = self.megaflows.lookup(&self.keys[i]) {
-            return Fate::Flow(id);
         }
         let at_limit = self.megaflows.len() >= self.cfg.megaflow_limit;
         self.stats.upcalls += 1;
@@ -751,6 +762,7 @@ impl Pmd {
             return Fate::Direct(self.direct.len() - 1);
         }
         let id = self.megaflows.insert(&key, &t.mask);
+        self.batch_installs += 1;
         let slot = id as usize;
         if self.flows.len() <= slot {
             self.flows.resize_with(slot + 1, || None);

@@ -235,3 +235,33 @@ fn a_port_with_several_rx_queues_has_one_budget() {
     assert_eq!(s1.drops.get(DropReason::UpcallLimit), 6);
     assert_eq!(r.out.take_all_tx().len(), 10);
 }
+
+#[test]
+fn a_batch_of_one_new_flow_spends_one_upcall() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    // A single token: every packet after the first would be dropped if each spent one.
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, budget_cfg(0, 1));
+    for _ in 0..32 {
+        assert!(r.a.inject(0, &udp(7)));
+    }
+    assert_eq!(pmd.run_once(), 32, "one batch");
+    let s = pmd.stats();
+    assert_eq!(s.upcalls, 1);
+    assert_eq!(
+        s.megaflow_hits, 31,
+        "the rest find the megaflow the first installed"
+    );
+    assert_eq!(s.drops.total(), 0);
+    assert_eq!(r.dp.upcall_budget(A, 0, 1).tokens(), 0);
+    assert_eq!(r.out.take_all_tx().len(), 32);
+    // Two new flows interleaved in one batch: two upcalls.
+    let r2 = rig(vec![DpAction::Output(OUT)], 1);
+    let mut pmd = Pmd::new(r2.dp.clone(), 0, 1, budget_cfg(0, 2));
+    for i in 0..32u32 {
+        assert!(r2.a.inject(0, &udp(10 + i % 2)));
+    }
+    assert_eq!(pmd.run_once(), 32);
+    let s = pmd.stats();
+    assert_eq!((s.upcalls, s.megaflow_hits, s.drops.total()), (2, 30, 0));
+    assert_eq!(r2.out.take_all_tx().len(), 32);
+}
