@@ -14,19 +14,35 @@
 //!    why it is shared rather than split). A miss first looks for a megaflow installed by an
 //!    earlier packet of the same batch: a batch of one new flow costs one upcall and one token, not
 //!    one per packet. The translation's mask and actions become a megaflow, unless the table is at
-//!    [`PmdConfig::megaflow_limit`]: then the packet is forwarded by the translation alone (counted
-//!    in `megaflow_limit_hits`) and established megaflows stay; nothing is evicted to make room, so
-//!    no flow set larger than the limit makes the cache thrash.
+//!    [`PmdConfig::megaflow_limit`] (see below).
 //! 4. **Execute** each packet's actions: outputs are queued per tx port and each queue is flushed
 //!    once per batch (or when it holds 32); a copy is made only for outputs before the last one
 //!    (mirrors, floods); header rewrites use incremental checksums.
 //!
+//! # At the megaflow limit
+//!
+//! OVS's userspace datapath collapses when the flows outnumber its flow limit (0.34 Mpps at
+//! 256K flows): every packet of a flow without a megaflow is an upcall. Here:
+//!
+//! - **Established megaflows keep hitting.** Nothing is evicted to make room for a new flow, so a
+//!   flow set larger than the limit never makes the cache thrash.
+//! - **Flows beyond the limit are still forwarded**, by their translation alone, within their
+//!   port's upcall budget: each such packet is counted in [`PmdStats::megaflow_limit_hits`] (and in
+//!   `upcalls` when it needed a translation of its own), and the rules it matched are credited.
+//!   Packets of one batch that a translation covers share it (one token, one upcall); beyond the
+//!   budget, packets are dropped and counted (`drop_upcall_limit`), as any miss.
+//! - **Idle expiry makes room.** At the limit, megaflows idle for [`PRESSURE_MAX_IDLE_MS`] expire
+//!   (if [`PmdConfig::max_idle_ms`] is longer), so flows that ended give their room to new ones,
+//!   which get megaflows again.
+//!
+//! The limit is per PMD thread: each has its own megaflow table.
+//!
 //! # Housekeeping (about every millisecond)
 //!
 //! Upcall budgets refill; a slice of the megaflows is swept (idle ones expire after
-//! [`PmdConfig::max_idle_ms`], the others credit their packet and byte counts to the
-//! OpenFlow rules their translation matched); subtables are re-ranked by hits every
-//! second; counters are published to [`PmdShared`]; NORMAL's MAC changes trigger the
+//! [`PmdConfig::max_idle_ms`], or sooner at the megaflow limit, the others credit their packet and
+//! byte counts to the OpenFlow rules their translation matched); subtables are re-ranked by hits
+//! every second; counters are published to [`PmdShared`]; NORMAL's MAC changes trigger the
 //! revalidation of the megaflows that ran NORMAL.
 //!
 //! # Revalidation
@@ -64,9 +80,11 @@ use crate::{cycles, exec};
 pub struct PmdConfig {
     /// Exact-match cache slots (0 turns it off).
     pub emc_entries: usize,
-    /// Megaflows at most (OVS `flow-limit`).
+    /// Megaflows at most, in this PMD's table (OVS `flow-limit`). See the module docs for
+    /// what happens at the limit.
     pub megaflow_limit: usize,
-    /// A megaflow unused this long expires (OVS `max-idle`).
+    /// A megaflow unused this long expires (OVS `max-idle`); at the megaflow limit, one
+    /// unused for [`PRESSURE_MAX_IDLE_MS`] (if that is shorter).
     pub max_idle_ms: u64,
     /// Upcalls per second per ingress port (whatever its number of rx queues and the PMDs
     /// polling them); misses beyond it are dropped and counted (`drop_upcall_limit`).
@@ -103,7 +121,9 @@ pub struct PmdStats {
     pub megaflow_hits: u64,
     /// Packets translated by an upcall.
     pub upcalls: u64,
-    /// Packets forwarded by a translation that could not become a megaflow (limit).
+    /// Packets forwarded by a translation that was not installed because the megaflow table
+    /// was at [`PmdConfig::megaflow_limit`] (each packet of an uncached flow, not each
+    /// translation: packets of one batch share their flow's translation).
     pub megaflow_limit_hits: u64,
     /// Copies sent to the controller (the OpenFlow channel does not exist yet: counted only).
     pub userspace: u64,
@@ -260,6 +280,18 @@ struct TxSlot {
     batch: Batch,
 }
 
+/// A translation made for a packet of the current batch but not installed (megaflow limit):
+/// later packets of the batch that it covers use it too.
+#[derive(Debug)]
+struct Direct {
+    /// The translated key under `mask`.
+    masked: FlowKey,
+    mask: FlowKey,
+    actions: Vec<DpAction>,
+    /// The rules it matched, credited with each packet that reuses it.
+    deps: XlateDeps,
+}
+
 /// What happens to one packet of a batch.
 #[derive(Debug, Clone, Copy)]
 enum Fate {
@@ -268,6 +300,11 @@ enum Fate {
     Direct(usize),
     Drop(DropReason),
 }
+
+/// At the megaflow limit, megaflows unused for this long expire even if
+/// [`PmdConfig::max_idle_ms`] is longer, so that room is made for new flows (OVS shortens
+/// `max-idle` to 100 ms the same way when the datapath holds more flows than `flow-limit`).
+pub const PRESSURE_MAX_IDLE_MS: u64 = 100;
 
 /// Megaflows swept per housekeeping.
 const SWEEP: usize = 1024;
@@ -295,7 +332,7 @@ pub struct Pmd {
     /// The rx batch, kept across iterations (it may trade places with a tx batch).
     rx_batch: Option<Batch>,
     fates: [Fate; BATCH_SIZE],
-    direct: Vec<Vec<DpAction>>,
+    direct: Vec<Direct>,
     seen_gen: u64,
     mac_epoch: u64,
     stats_seen: u64,
@@ -557,6 +594,11 @@ impl Pmd {
             return;
         }
         let now = self.now_ms;
+        let max_idle = if self.megaflows.len() >= self.cfg.megaflow_limit {
+            self.cfg.max_idle_ms.min(PRESSURE_MAX_IDLE_MS)
+        } else {
+            self.cfg.max_idle_ms
+        };
         let n = n.min(bound);
         for _ in 0..n {
             let id = self.sweep_cursor % bound;
@@ -566,7 +608,7 @@ impl Pmd {
             };
             let h = self.hot[id];
             f.credit(&h, now);
-            if now.saturating_sub(h.used_ms) > self.cfg.max_idle_ms {
+            if now.saturating_sub(h.used_ms) > max_idle {
                 self.remove_flow(u32::try_from(id).unwrap_or(u32::MAX));
                 self.stats.expired += 1;
             }
@@ -709,7 +751,7 @@ impl Pmd {
                         }
                     }
                 }
-                Fate::Direct(d) => self.direct.get(d).map_or(&[], |v| v.as_slice()),
+                Fate::Direct(d) => self.direct.get(d).map_or(&[], |v| v.actions.as_slice()),
                 Fate::Drop(reason) => {
                     self.stats.drops.add(reason, 1);
                     continue;
@@ -738,6 +780,20 @@ impl Pmd {
                 return Fate::Flow(id);
             }
         }
+        // At the limit, a translation made earlier in this batch may cover this packet.
+        if let Some(d) = self
+            .direct
+            .iter()
+            .position(|d| self.keys[i].masked(&d.mask) == d.masked)
+        {
+            self.stats.megaflow_limit_hits += 1;
+            // The translation credited its own packet; this one is credited here.
+            for rule in &self.direct[d].deps.rules {
+                rule.credit_many(1, len as u64);
+                rule.touch(self.now_ms);
+            }
+            return Fate::Direct(d);
+        }
         if !self.rxqs[r].budget.try_take() {
             return Fate::Drop(DropReason::UpcallLimit);
         }
@@ -758,7 +814,12 @@ impl Pmd {
         };
         if at_limit {
             self.stats.megaflow_limit_hits += 1;
-            self.direct.push(t.actions);
+            self.direct.push(Direct {
+                masked: key.masked(&t.mask),
+                mask: t.mask,
+                actions: t.actions,
+                deps: t.deps,
+            });
             return Fate::Direct(self.direct.len() - 1);
         }
         let id = self.megaflows.insert(&key, &t.mask);

@@ -265,3 +265,157 @@ fn a_batch_of_one_new_flow_spends_one_upcall() {
     assert_eq!((s.upcalls, s.megaflow_hits, s.drops.total()), (2, 30, 0));
     assert_eq!(r2.out.take_all_tx().len(), 32);
 }
+
+/// Settings for the megaflow-limit tests: a limit of `limit` megaflows, `max_idle_ms`, and a
+/// budget of `burst` upcalls that never refills.
+fn limit_cfg(limit: usize, max_idle_ms: u64, burst: u32) -> PmdConfig {
+    PmdConfig {
+        megaflow_limit: limit,
+        max_idle_ms,
+        ..budget_cfg(0, burst)
+    }
+}
+
+/// The IPv4 sources of the PMD's megaflows, sorted.
+fn megaflow_srcs(pmd: &Pmd) -> Vec<u32> {
+    let mut v: Vec<u32> = pmd.megaflows().iter().map(|m| m.0.nw_src()).collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn at_the_megaflow_limit_established_flows_keep_hitting_and_new_ones_are_forwarded() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, limit_cfg(4, 10_000, 40));
+    send(&mut pmd, &r.a, 0, 1..=4);
+    assert_eq!(megaflow_srcs(&pmd), [1, 2, 3, 4]);
+    let base = pmd.stats();
+    // Ten batches of the four established flows and three new ones, four packets each.
+    for round in 0..10u32 {
+        for _ in 0..4 {
+            for s in (1..=4).chain((0..3).map(|x| 1000 + 3 * round + x)) {
+                assert!(r.a.inject(0, &udp(s)));
+            }
+        }
+        assert_eq!(pmd.run_once(), 28, "one batch");
+    }
+    let s = pmd.stats();
+    assert_eq!(
+        megaflow_srcs(&pmd),
+        [1, 2, 3, 4],
+        "nothing evicted, nothing added"
+    );
+    assert_eq!(
+        (s.emc_hits + s.megaflow_hits) - (base.emc_hits + base.megaflow_hits),
+        160,
+        "every established packet hit its megaflow"
+    );
+    assert_eq!(s.upcalls - base.upcalls, 30, "one per new flow and batch");
+    assert_eq!(s.megaflow_limit_hits, 120, "every new flow's packet");
+    assert_eq!(s.drops.total(), 0);
+    let sent = r.out.take_all_tx();
+    assert_eq!(count_from(&sent, |s| (1..=4).contains(&s)), 4 + 160);
+    assert_eq!(count_from(&sent, |s| s >= 1000), 120);
+
+    // 6 tokens are left: of ten more new flows, six are forwarded and four dropped, while
+    // the established flows still hit.
+    let before = pmd.stats();
+    send(&mut pmd, &r.a, 0, (1..=4).chain(2000..2010));
+    let s = pmd.stats();
+    assert_eq!(s.upcalls - before.upcalls, 6);
+    assert_eq!(s.megaflow_limit_hits - before.megaflow_limit_hits, 6);
+    assert_eq!(s.drops.get(DropReason::UpcallLimit), 4);
+    assert_eq!(
+        (s.emc_hits + s.megaflow_hits) - (before.emc_hits + before.megaflow_hits),
+        4
+    );
+    let sent = r.out.take_all_tx();
+    assert_eq!(count_from(&sent, |s| (1..=4).contains(&s)), 4);
+    assert_eq!(count_from(&sent, |s| s >= 2000), 6);
+    assert_eq!(megaflow_srcs(&pmd), [1, 2, 3, 4]);
+}
+
+#[test]
+fn at_the_megaflow_limit_idle_megaflows_expire_and_new_flows_get_megaflows() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, limit_cfg(4, 10_000, 100));
+    send(&mut pmd, &r.a, 0, 1..=4);
+    send(&mut pmd, &r.a, 0, [50]);
+    assert_eq!(megaflow_srcs(&pmd), [1, 2, 3, 4]);
+    assert_eq!(pmd.stats().megaflow_limit_hits, 1, "beyond the limit");
+    // Flows 1 and 2 go on; 3 and 4 end.
+    r.dp.advance_ms(60);
+    pmd.housekeeping(false);
+    send(&mut pmd, &r.a, 0, [1, 2]);
+    r.dp.advance_ms(60);
+    pmd.housekeeping(false);
+    // At the limit, 120 ms idle is enough (max_idle_ms is 10 s); 60 ms is not.
+    assert_eq!(megaflow_srcs(&pmd), [1, 2]);
+    assert_eq!(pmd.stats().expired, 2);
+    // The room goes to new flows.
+    let before = pmd.stats();
+    send(&mut pmd, &r.a, 0, [50, 51]);
+    assert_eq!(megaflow_srcs(&pmd), [1, 2, 50, 51]);
+    send(&mut pmd, &r.a, 0, [50, 51]);
+    let s = pmd.stats();
+    assert_eq!(s.upcalls - before.upcalls, 2);
+    assert_eq!(s.megaflow_limit_hits, before.megaflow_limit_hits);
+    assert_eq!(
+        (s.emc_hits + s.megaflow_hits) - (before.emc_hits + before.megaflow_hits),
+        2
+    );
+    assert_eq!(s.drops.total(), 0);
+}
+
+#[test]
+fn below_the_megaflow_limit_megaflows_expire_after_max_idle() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, limit_cfg(4, 1000, 100));
+    send(&mut pmd, &r.a, 0, 1..=3);
+    r.dp.advance_ms(1000);
+    pmd.housekeeping(true);
+    assert_eq!(megaflow_srcs(&pmd), [1, 2, 3], "idle 1000 ms, not more");
+    r.dp.advance_ms(1);
+    pmd.housekeeping(true);
+    assert!(megaflow_srcs(&pmd).is_empty());
+    assert_eq!(pmd.stats().expired, 3);
+}
+
+#[test]
+fn at_the_megaflow_limit_packets_sharing_a_translation_are_credited_to_its_rule() {
+    let mut sw = pipeline::switch::Switch::new();
+    sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2")
+        .expect("valid");
+    let dp_of = |sw: &pipeline::switch::Switch, n: &str| {
+        sw.layout()
+            .port_by_name(n)
+            .and_then(|p| p.dp_port)
+            .expect("port")
+    };
+    let (d1, d2) = (dp_of(&sw, "p1"), dp_of(&sw, "p2"));
+    let of = datapath::ofproto::OfDatapath::new(sw);
+    of.add_flows_text("br0", &["udp,actions=output:p2"])
+        .expect("valid");
+    let (p1, p2) = (mem("p1", 1), mem("p2", 1));
+    for (n, p) in [(d1, &p1), (d2, &p2)] {
+        of.datapath().add_port(DpPort {
+            dp_port: n,
+            netdev: p.clone(),
+            vlan_limit: 1,
+        });
+    }
+    let mut pmd = Pmd::new(of.datapath().clone(), 0, 1, limit_cfg(0, 10_000, 100));
+    // Ten sources in one batch: the rule does not look at the source, so one translation
+    // covers them all.
+    send(&mut pmd, &p1, 0, 0..10);
+    let s = pmd.stats();
+    assert_eq!((s.upcalls, s.megaflow_limit_hits, s.megaflows), (1, 10, 0));
+    assert_eq!(p2.take_all_tx().len(), 10);
+    let flows = of.dump_flows("br0").expect("bridge");
+    let rule = flows
+        .iter()
+        .find(|f| f.entry.priority == 32768)
+        .expect("the udp rule");
+    assert_eq!(rule.entry.stats.n_packets, 10);
+    assert_eq!(rule.entry.stats.n_bytes, 10 * udp(0).len() as u64);
+}
