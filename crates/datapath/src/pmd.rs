@@ -152,6 +152,9 @@ pub struct PmdStats {
     pub emc_off: bool,
     /// Bytes held by the caches and flows (estimate).
     pub cache_bytes: u64,
+    /// The core the thread is pinned to; `None` if it was not asked to pin, or the pin failed
+    /// (a core the process may not run on, or one that does not exist). Not summed.
+    pub pinned: Option<usize>,
 }
 
 impl PmdStats {
@@ -164,7 +167,8 @@ impl PmdStats {
         }
     }
 
-    /// The counters of several PMDs added up (gauges too: megaflows, subtables, cache bytes).
+    /// The counters of several PMDs added up (gauges too: megaflows, subtables, cache bytes;
+    /// `pinned` stays `None`).
     pub fn sum(all: &[PmdStats]) -> PmdStats {
         let mut t = PmdStats::default();
         for s in all {
@@ -1044,15 +1048,31 @@ fn send(tx: &mut [Option<TxSlot>], port: u32, pkt: Packet, stats: &mut PmdStats)
 pub struct PmdThreads {
     stop: Arc<AtomicBool>,
     handles: Vec<std::thread::JoinHandle<PmdStats>>,
+    pinned: Vec<Option<usize>>,
+}
+
+/// Pins the calling thread to `core` if the process may run on it (`allowed`); the core it is
+/// pinned to, or `None`.
+fn pin(core: usize, allowed: &[usize]) -> Option<usize> {
+    // `core_affinity` indexes a fixed-size CPU set with the core number: only a core of the
+    // affinity mask is passed to it.
+    (allowed.contains(&core) && core_affinity::set_for_current(core_affinity::CoreId { id: core }))
+        .then_some(core)
 }
 
 impl PmdThreads {
-    /// Starts `n` PMD threads; thread `i` is pinned to `cores[i]` when given (best effort:
-    /// an unknown core leaves it unpinned). Returns once every thread polls, so a flow-table
-    /// change made after this waits for all of them.
+    /// Starts `n` PMD threads; thread `i` is pinned to `cores[i]` when given. Pinning is best
+    /// effort: a core the process may not run on (or that does not exist) leaves the thread
+    /// unpinned, which [`PmdThreads::pinned`] and [`PmdStats::pinned`] show. Returns once
+    /// every thread polls, so a flow-table change made after this waits for all of them.
     pub fn spawn(dp: &Arc<Datapath>, n: usize, cores: &[usize], cfg: &PmdConfig) -> PmdThreads {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let allowed: Arc<[usize]> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
         let handles = (0..n)
             .map(|i| {
                 let dp = dp.clone();
@@ -1060,15 +1080,15 @@ impl PmdThreads {
                 let stop = stop.clone();
                 let core = cores.get(i).copied();
                 let ready = ready_tx.clone();
+                let allowed = allowed.clone();
                 std::thread::Builder::new()
                     .name(format!("pmd{i}"))
                     .spawn(move || {
-                        if let Some(c) = core {
-                            core_affinity::set_for_current(core_affinity::CoreId { id: c });
-                        }
+                        let pinned = core.and_then(|c| pin(c, &allowed));
                         let mut pmd = Pmd::new(dp.clone(), i, n, cfg);
+                        pmd.stats.pinned = pinned;
                         pmd.shared.running.store(true, Ordering::Release);
-                        let _ = ready.send(());
+                        let _ = ready.send((i, pinned));
                         pmd.run(&stop);
                         dp.unregister_pmd(&pmd.shared);
                         pmd.stats()
@@ -1076,10 +1096,25 @@ impl PmdThreads {
             })
             .filter_map(Result::ok)
             .collect::<Vec<_>>();
+        let mut pinned = vec![None; n];
         for _ in 0..handles.len() {
-            let _ = ready_rx.recv();
+            if let Ok((i, p)) = ready_rx.recv() {
+                if let Some(slot) = pinned.get_mut(i) {
+                    *slot = p;
+                }
+            }
         }
-        PmdThreads { stop, handles }
+        PmdThreads {
+            stop,
+            handles,
+            pinned,
+        }
+    }
+
+    /// The core each thread is pinned to (by thread index), `None` where it was not asked to
+    /// pin or the pin failed.
+    pub fn pinned(&self) -> &[Option<usize>] {
+        &self.pinned
     }
 
     /// Stops the threads and returns their final counters.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
 use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
-use datapath::{Datapath, DpPort, DropReason, Pmd, PmdConfig};
+use datapath::{Datapath, DpPort, DropReason, Pmd, PmdConfig, PmdStats, PmdThreads};
 use packet::builder::PacketBuilder;
 use packet::key::{fields, FlowKey};
 use pipeline::odp::DpAction;
@@ -418,4 +418,21 @@ fn at_the_megaflow_limit_packets_sharing_a_translation_are_credited_to_its_rule(
         .expect("the udp rule");
     assert_eq!(rule.entry.stats.n_packets, 10);
     assert_eq!(rule.entry.stats.n_bytes, 10 * udp(0).len() as u64);
+}
+
+#[test]
+fn pmd_threads_report_whether_they_are_pinned() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let core = core_affinity::get_core_ids()
+        .and_then(|ids| ids.first().copied())
+        .expect("Linux tells a thread's affinity mask")
+        .id;
+    // Thread 0 asks for a core it may run on, thread 1 for one that does not exist, thread 2
+    // for none.
+    let threads = PmdThreads::spawn(&r.dp, 3, &[core, 1 << 20], &PmdConfig::default());
+    assert_eq!(threads.pinned(), [Some(core), None, None]);
+    let stats = threads.stop();
+    let pinned: Vec<Option<usize>> = stats.iter().map(|s| s.pinned).collect();
+    assert_eq!(pinned, [Some(core), None, None]);
+    assert_eq!(PmdStats::sum(&stats).pinned, None);
 }
