@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
 use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
-use datapath::{Datapath, DpPort, DropReason, Pmd, PmdConfig, PmdStats, PmdThreads};
+use datapath::{
+    BufClass, Datapath, DpPort, DropReason, Netdev, Pmd, PmdConfig, PmdStats, PmdThreads,
+    PoolConfig,
+};
 use packet::builder::PacketBuilder;
 use packet::key::{fields, FlowKey};
 use pipeline::odp::DpAction;
@@ -435,4 +438,62 @@ fn pmd_threads_report_whether_they_are_pinned() {
     let pinned: Vec<Option<usize>> = stats.iter().map(|s| s.pinned).collect();
     assert_eq!(pinned, [Some(core), None, None]);
     assert_eq!(PmdStats::sum(&stats).pinned, None);
+}
+
+#[test]
+fn cycles_per_packet_is_positive_and_finite_after_forwarding() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, PmdConfig::default());
+    assert_eq!(pmd.stats().cycles_per_packet(), 0.0, "no packet yet");
+    pmd.run_once();
+    assert_eq!(
+        pmd.stats().cycles_per_packet(),
+        0.0,
+        "an empty poll is idle"
+    );
+    send(&mut pmd, &r.a, 0, (0..100).map(|i| i % 7));
+    let s = pmd.stats();
+    assert_eq!(s.packets, 100);
+    assert!(s.busy_cycles > 0);
+    let cpp = s.cycles_per_packet();
+    assert!(cpp.is_finite() && cpp > 0.0, "cycles per packet {cpp}");
+    // Summed over threads, it is the busy cycles over the packets of all of them.
+    let two = PmdStats::sum(&[s.clone(), s.clone()]);
+    assert_eq!(two.packets, 200);
+    assert_eq!(two.cycles_per_packet(), cpp);
+}
+
+#[test]
+fn a_flood_copy_without_a_free_buffer_counts_drop_no_buffer() {
+    // Every packet goes to B and OUT: the copy for B needs a second buffer.
+    let flood = vec![DpAction::Output(B), DpAction::Output(OUT)];
+    let tiny = |n_small| PmdConfig {
+        pool: PoolConfig {
+            n_small,
+            n_jumbo: 0,
+        },
+        ..PmdConfig::default()
+    };
+    // Four buffers and a batch of four packets: the batch holds them all, no copy is made.
+    let r = rig(flood.clone(), 1);
+    let mut pmd = Pmd::new(r.dp.clone(), 0, 1, tiny(4));
+    send(&mut pmd, &r.a, 0, [1, 1, 2, 2]);
+    let s = pmd.stats();
+    assert_eq!(s.drops.get(DropReason::NoBuffer), 4);
+    assert_eq!(s.drops.total(), 4);
+    assert_eq!(r.out.take_all_tx().len(), 4, "the originals still leave");
+    assert!(r.b.take_all_tx().is_empty());
+    assert_eq!(
+        r.a.stats().drop_count(DropReason::NoBuffer),
+        0,
+        "the port received every packet: the drops are the copies'"
+    );
+    // Once the batch is sent, its buffers are free again: a batch of two leaves room for
+    // both copies.
+    send(&mut pmd, &r.a, 0, [1, 2]);
+    let s = pmd.stats();
+    assert_eq!(s.drops.get(DropReason::NoBuffer), 4);
+    assert_eq!(r.out.take_all_tx().len(), 2);
+    assert_eq!(r.b.take_all_tx().len(), 2);
+    assert_eq!(pmd.pool().available(BufClass::Small), 4, "no buffer leaked");
 }
