@@ -11,6 +11,9 @@
 //! another packet. [`Datapath::wait_ack`] returns once every running PMD thread has done so:
 //! after that, no packet is forwarded by a decision the change made stale. A PMD driven by
 //! hand ([`crate::pmd::Pmd::run_once`], tests) revalidates at the start of its next call.
+//! A running PMD that does not acknowledge within [`Datapath::ack_timeout`] (stuck, or
+//! descheduled for that long) makes `wait_ack` return an [`AckTimeout`]: the change is in
+//! force for translations, but that PMD may still forward by stale megaflows.
 //!
 //! The change log keeps the last [`MAX_CHANGES`] changes; a PMD further behind revalidates
 //! everything.
@@ -39,8 +42,20 @@ use crate::upcall::{Change, Upcall, UpcallBudget};
 /// Changes kept for PMD threads that are behind.
 pub const MAX_CHANGES: usize = 64;
 
-/// How long [`Datapath::wait_ack`] waits for a PMD thread before giving up on it.
+/// How long [`Datapath::wait_ack`] waits for the PMD threads before giving up on them, unless
+/// [`Datapath::set_ack_timeout`] says otherwise.
 pub const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Running PMD threads did not do what they were asked (revalidate, or credit their
+/// statistics) within the acknowledgement timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{pending} PMD thread(s) did not acknowledge within {timeout:?}")]
+pub struct AckTimeout {
+    /// The running PMD threads that had not acknowledged when the time ran out.
+    pub pending: usize,
+    /// How long they were waited for.
+    pub timeout: Duration,
+}
 
 /// A port of the datapath.
 #[derive(Debug, Clone)]
@@ -88,6 +103,12 @@ pub struct Datapath {
     /// The upcall budget of each port that a PMD polls, by datapath port number.
     budgets: Mutex<HashMap<u32, Arc<UpcallBudget>>>,
     clock: Clock,
+    /// How long acknowledgements are waited for, in milliseconds.
+    ack_timeout_ms: AtomicU64,
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -117,6 +138,7 @@ impl Datapath {
             stats_req: AtomicU64::new(0),
             budgets: Mutex::new(HashMap::new()),
             clock,
+            ack_timeout_ms: AtomicU64::new(duration_ms(ACK_TIMEOUT)),
         })
     }
 
@@ -239,34 +261,51 @@ impl Datapath {
         lock(&self.pmds).retain(|p| !Arc::ptr_eq(p, shared));
     }
 
-    /// Waits until every running PMD thread has revalidated against generation `gen`; false
-    /// if one did not within [`ACK_TIMEOUT`].
-    pub fn wait_ack(&self, gen: u64) -> bool {
+    /// How long [`Datapath::wait_ack`] and [`Datapath::sync_stats`] wait for the PMD threads
+    /// ([`ACK_TIMEOUT`] unless set).
+    pub fn ack_timeout(&self) -> Duration {
+        Duration::from_millis(self.ack_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// Sets how long [`Datapath::wait_ack`] and [`Datapath::sync_stats`] wait for the PMD
+    /// threads (whole milliseconds).
+    pub fn set_ack_timeout(&self, timeout: Duration) {
+        self.ack_timeout_ms
+            .store(duration_ms(timeout), Ordering::Relaxed);
+    }
+
+    /// Waits until every running PMD thread has revalidated against generation `gen`; an
+    /// error if some did not within [`Datapath::ack_timeout`] (calling again waits again).
+    pub fn wait_ack(&self, gen: u64) -> Result<(), AckTimeout> {
         self.wait_for_pmds(|p| p.seen_gen.load(Ordering::Acquire) >= gen)
     }
 
     /// Asks every PMD to credit its megaflows' statistics to the rules that made them, and
     /// waits until the running ones did (a PMD driven by hand does it at its next
-    /// housekeeping).
-    pub fn sync_stats(&self) -> bool {
+    /// housekeeping); an error if some did not within [`Datapath::ack_timeout`].
+    pub fn sync_stats(&self) -> Result<(), AckTimeout> {
         let req = self.stats_req.fetch_add(1, Ordering::AcqRel) + 1;
         self.wait_for_pmds(|p| p.stats_seen.load(Ordering::Acquire) >= req)
     }
 
-    /// Waits until `done` holds for every running PMD thread (or it stops); false if one
-    /// took longer than [`ACK_TIMEOUT`].
-    fn wait_for_pmds(&self, done: impl Fn(&PmdShared) -> bool) -> bool {
+    /// Waits until `done` holds for every running PMD thread (or it stops), for at most
+    /// [`Datapath::ack_timeout`].
+    fn wait_for_pmds(&self, done: impl Fn(&PmdShared) -> bool) -> Result<(), AckTimeout> {
         let pmds: Vec<Arc<PmdShared>> = lock(&self.pmds).clone();
-        let deadline = Instant::now() + ACK_TIMEOUT;
-        for p in pmds {
-            while p.running.load(Ordering::Acquire) && !done(&p) {
-                if Instant::now() > deadline {
-                    return false;
+        let timeout = self.ack_timeout();
+        // A timeout too long to add to the clock waits for as long as it takes.
+        let deadline = Instant::now().checked_add(timeout);
+        let waiting = |p: &PmdShared| p.running.load(Ordering::Acquire) && !done(p);
+        for p in &pmds {
+            while waiting(p) {
+                if deadline.is_some_and(|d| Instant::now() > d) {
+                    let pending = pmds.iter().filter(|p| waiting(p)).count();
+                    return Err(AckTimeout { pending, timeout });
                 }
                 std::thread::yield_now();
             }
         }
-        true
+        Ok(())
     }
 
     /// The statistics request number (PMDs compare it with the one they served).

@@ -5,9 +5,13 @@
 //! Time moves only when a test says so: the datapaths here run on a manual clock
 //! ([`Datapath::with_manual_clock`]), and no test asserts a speed.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
+use datapath::dpif::{AckTimeout, ACK_TIMEOUT};
 use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
+use datapath::ofproto::{OfDatapath, OfDatapathError};
 use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
 use datapath::{
     BufClass, Datapath, DpPort, DropReason, Netdev, Pmd, PmdConfig, PmdStats, PmdThreads,
@@ -396,7 +400,7 @@ fn at_the_megaflow_limit_packets_sharing_a_translation_are_credited_to_its_rule(
             .expect("port")
     };
     let (d1, d2) = (dp_of(&sw, "p1"), dp_of(&sw, "p2"));
-    let of = datapath::ofproto::OfDatapath::new(sw);
+    let of = OfDatapath::new(sw);
     of.add_flows_text("br0", &["udp,actions=output:p2"])
         .expect("valid");
     let (p1, p2) = (mem("p1", 1), mem("p2", 1));
@@ -496,4 +500,53 @@ fn a_flood_copy_without_a_free_buffer_counts_drop_no_buffer() {
     assert_eq!(r.out.take_all_tx().len(), 2);
     assert_eq!(r.b.take_all_tx().len(), 2);
     assert_eq!(pmd.pool().available(BufClass::Small), 4, "no buffer leaked");
+}
+
+#[test]
+fn a_change_a_running_pmd_does_not_acknowledge_is_an_error() {
+    let mut sw = pipeline::switch::Switch::new();
+    sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2")
+        .expect("valid");
+    let of = OfDatapath::new(sw);
+    let dp = of.datapath().clone();
+    assert_eq!(dp.ack_timeout(), ACK_TIMEOUT);
+    dp.set_ack_timeout(Duration::from_millis(20));
+    // A PMD that says it is running but never polls: a stuck thread.
+    let mut pmd = Pmd::new(dp.clone(), 0, 1, PmdConfig::default());
+    pmd.shared().running.store(true, Ordering::Release);
+    let err = of
+        .add_flows_text("br0", &["udp,actions=output:p2"])
+        .expect_err("the PMD never revalidates");
+    let OfDatapathError::Unacknowledged {
+        generation,
+        timeout,
+    } = &err
+    else {
+        panic!("not a timeout: {err}");
+    };
+    assert_eq!(*generation, dp.generation());
+    assert_eq!(
+        *timeout,
+        AckTimeout {
+            pending: 1,
+            timeout: Duration::from_millis(20)
+        }
+    );
+    assert!(err.to_string().contains("did not revalidate"), "{err}");
+    assert_eq!(err.waited(), Some(Duration::from_millis(20)));
+    // The change is applied all the same.
+    assert_eq!(of.dump_flows("br0").expect("bridge").len(), 1);
+    assert!(matches!(
+        of.vsctl("add-port br0 p3"),
+        Err(OfDatapathError::Unacknowledged { .. })
+    ));
+    // Once the PMD revalidates, waiting again succeeds.
+    pmd.run_once();
+    assert_eq!(dp.wait_ack(dp.generation()), Ok(()));
+    // A refused change is the switch's error, not a timeout.
+    let refused = of
+        .add_flows_text("no-such-bridge", &["actions=drop"])
+        .expect_err("no such bridge");
+    assert!(matches!(refused, OfDatapathError::Switch(_)), "{refused}");
+    assert_eq!(refused.waited(), None);
 }
