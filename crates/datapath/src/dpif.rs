@@ -167,15 +167,20 @@ impl Datapath {
         }
     }
 
-    /// The upcall budget of port `dp_port`: one per port, shared by every PMD thread that
-    /// polls one of its rx queues. The first PMD that asks for it sets its `rate` (upcalls per
-    /// second) and `burst`; the PMD threads of one datapath share one configuration
-    /// ([`crate::pmd::PmdThreads::spawn`]).
+    /// The upcall budget of port `dp_port`, `rate` upcalls per second in bursts of `burst`:
+    /// one per port, shared by every PMD thread that polls one of its rx queues (they share
+    /// one configuration, [`crate::pmd::PmdThreads::spawn`]). Asking with another rate or
+    /// burst (PMD threads started again with a new configuration) replaces it with a full one.
     pub fn upcall_budget(&self, dp_port: u32, rate: u32, burst: u32) -> Arc<UpcallBudget> {
-        lock(&self.budgets)
-            .entry(dp_port)
-            .or_insert_with(|| Arc::new(UpcallBudget::new(rate, burst, self.now_ms())))
-            .clone()
+        let mut budgets = lock(&self.budgets);
+        match budgets.get(&dp_port) {
+            Some(b) if b.rate() == rate && b.burst() == burst => b.clone(),
+            _ => {
+                let b = Arc::new(UpcallBudget::new(rate, burst, self.now_ms()));
+                budgets.insert(dp_port, b.clone());
+                b
+            }
+        }
     }
 
     /// Adds (or replaces) a port. PMD threads pick it up at their next housekeeping; rx

@@ -153,7 +153,7 @@ pub struct PmdStats {
     /// Bytes held by the caches and flows (estimate).
     pub cache_bytes: u64,
     /// The core the thread is pinned to; `None` if it was not asked to pin, or the pin failed
-    /// (a core the process may not run on, or one that does not exist). Not summed.
+    /// (a core outside the affinity mask, or one that does not exist). Not summed.
     pub pinned: Option<usize>,
 }
 
@@ -1051,8 +1051,8 @@ pub struct PmdThreads {
     pinned: Vec<Option<usize>>,
 }
 
-/// Pins the calling thread to `core` if the process may run on it (`allowed`); the core it is
-/// pinned to, or `None`.
+/// Pins the calling thread to `core` if it is `allowed` (in the spawning thread's affinity
+/// mask); the core it is pinned to, or `None`.
 fn pin(core: usize, allowed: &[usize]) -> Option<usize> {
     // `core_affinity` indexes a fixed-size CPU set with the core number: only a core of the
     // affinity mask is passed to it.
@@ -1062,9 +1062,10 @@ fn pin(core: usize, allowed: &[usize]) -> Option<usize> {
 
 impl PmdThreads {
     /// Starts `n` PMD threads; thread `i` is pinned to `cores[i]` when given. Pinning is best
-    /// effort: a core the process may not run on (or that does not exist) leaves the thread
-    /// unpinned, which [`PmdThreads::pinned`] and [`PmdStats::pinned`] show. Returns once
-    /// every thread polls, so a flow-table change made after this waits for all of them.
+    /// effort: a core outside the calling thread's affinity mask (or one that does not exist)
+    /// leaves the thread unpinned, which [`PmdThreads::pinned`] and [`PmdStats::pinned`] show.
+    /// Returns once every thread polls, so a flow-table change made after this waits for all of
+    /// them.
     pub fn spawn(dp: &Arc<Datapath>, n: usize, cores: &[usize], cfg: &PmdConfig) -> PmdThreads {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();

@@ -244,6 +244,25 @@ fn a_port_with_several_rx_queues_has_one_budget() {
 }
 
 #[test]
+fn a_port_keeps_its_budget_until_the_configuration_changes() {
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let b = r.dp.upcall_budget(A, 100, 10);
+    assert!(b.try_take());
+    assert!(
+        Arc::ptr_eq(&b, &r.dp.upcall_budget(A, 100, 10)),
+        "one per port"
+    );
+    assert!(!Arc::ptr_eq(&b, &r.dp.upcall_budget(B, 100, 10)));
+    // PMDs started again with another rate: a new, full budget.
+    let c = r.dp.upcall_budget(A, 200, 10);
+    assert!(!Arc::ptr_eq(&b, &c));
+    assert_eq!((c.rate(), c.tokens()), (200, 10));
+    // A removed port's budget goes with it.
+    assert!(r.dp.remove_port(A));
+    assert!(!Arc::ptr_eq(&c, &r.dp.upcall_budget(A, 200, 10)));
+}
+
+#[test]
 fn a_batch_of_one_new_flow_spends_one_upcall() {
     let r = rig(vec![DpAction::Output(OUT)], 1);
     // A single token: every packet after the first would be dropped if each spent one.
