@@ -11,24 +11,51 @@
 //! another packet. [`Datapath::wait_ack`] returns once every running PMD thread has done so:
 //! after that, no packet is forwarded by a decision the change made stale. A PMD driven by
 //! hand ([`crate::pmd::Pmd::run_once`], tests) revalidates at the start of its next call.
+//! A running PMD that does not acknowledge within [`Datapath::ack_timeout`] (stuck, or
+//! descheduled for that long) makes `wait_ack` return an [`AckTimeout`]: the change is in
+//! force for translations, but that PMD may still forward by stale megaflows.
 //!
 //! The change log keeps the last [`MAX_CHANGES`] changes; a PMD further behind revalidates
 //! everything.
+//!
+//! # Upcall budgets
+//!
+//! The datapath keeps one [`UpcallBudget`] per port ([`Datapath::upcall_budget`]), shared by
+//! the PMD threads that poll the port's rx queues, so the upcall rate is per ingress port
+//! however its queues are spread over threads.
+//!
+//! # Clock
+//!
+//! [`Datapath::now_ms`] is the clock of idle expiry and budget refills: real time by default,
+//! or a clock that only moves when told ([`Datapath::with_manual_clock`]), so that tests of
+//! expiry and refills neither sleep nor depend on how fast they run.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::netdev::Netdev;
 use crate::pmd::PmdStats;
-use crate::upcall::{Change, Upcall};
+use crate::upcall::{Change, Upcall, UpcallBudget};
 
 /// Changes kept for PMD threads that are behind.
 pub const MAX_CHANGES: usize = 64;
 
-/// How long [`Datapath::wait_ack`] waits for a PMD thread before giving up on it.
+/// How long [`Datapath::wait_ack`] waits for the PMD threads before giving up on them, unless
+/// [`Datapath::set_ack_timeout`] says otherwise.
 pub const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Running PMD threads did not do what they were asked (revalidate, or credit their
+/// statistics) within the acknowledgement timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{pending} PMD thread(s) did not acknowledge within {timeout:?}")]
+pub struct AckTimeout {
+    /// The running PMD threads that had not acknowledged when the time ran out.
+    pub pending: usize,
+    /// How long they were waited for.
+    pub timeout: Duration,
+}
 
 /// A port of the datapath.
 #[derive(Debug, Clone)]
@@ -54,6 +81,15 @@ pub struct PmdShared {
     pub stats: Mutex<PmdStats>,
 }
 
+/// Where [`Datapath::now_ms`] reads the time.
+#[derive(Debug)]
+enum Clock {
+    /// Milliseconds since this instant (when the datapath was made).
+    Real(Instant),
+    /// Milliseconds as set by [`Datapath::advance_ms`].
+    Manual(AtomicU64),
+}
+
 /// One datapath: ports, translator, generation.
 #[derive(Debug)]
 pub struct Datapath {
@@ -64,7 +100,15 @@ pub struct Datapath {
     changes: Mutex<VecDeque<(u64, Arc<Change>)>>,
     pmds: Mutex<Vec<Arc<PmdShared>>>,
     stats_req: AtomicU64,
-    epoch: Instant,
+    /// The upcall budget of each port that a PMD polls, by datapath port number.
+    budgets: Mutex<HashMap<u32, Arc<UpcallBudget>>>,
+    clock: Clock,
+    /// How long acknowledgements are waited for, in milliseconds.
+    ack_timeout_ms: AtomicU64,
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -72,8 +116,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Datapath {
-    /// A datapath without ports that translates with `upcall`.
+    /// A datapath without ports that translates with `upcall`, on the real clock.
     pub fn new(upcall: Arc<dyn Upcall>) -> Arc<Datapath> {
+        Datapath::with_clock(upcall, Clock::Real(Instant::now()))
+    }
+
+    /// A datapath whose clock stands at 0 ms and moves only by [`Datapath::advance_ms`]: idle
+    /// expiry and upcall-budget refills happen exactly when a test says time has passed.
+    pub fn with_manual_clock(upcall: Arc<dyn Upcall>) -> Arc<Datapath> {
+        Datapath::with_clock(upcall, Clock::Manual(AtomicU64::new(0)))
+    }
+
+    fn with_clock(upcall: Arc<dyn Upcall>, clock: Clock) -> Arc<Datapath> {
         Arc::new(Datapath {
             upcall,
             ports: RwLock::new(Vec::new()),
@@ -82,7 +136,9 @@ impl Datapath {
             changes: Mutex::new(VecDeque::new()),
             pmds: Mutex::new(Vec::new()),
             stats_req: AtomicU64::new(0),
-            epoch: Instant::now(),
+            budgets: Mutex::new(HashMap::new()),
+            clock,
+            ack_timeout_ms: AtomicU64::new(duration_ms(ACK_TIMEOUT)),
         })
     }
 
@@ -91,9 +147,40 @@ impl Datapath {
         &self.upcall
     }
 
-    /// Milliseconds since the datapath was made.
+    /// Milliseconds since the datapath was made (or as set, on a manual clock).
     pub fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        match &self.clock {
+            Clock::Real(epoch) => u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX),
+            Clock::Manual(ms) => ms.load(Ordering::Acquire),
+        }
+    }
+
+    /// Moves a manual clock `ms` milliseconds forward; false (and nothing done) on the real
+    /// clock. PMDs see the new time at their next housekeeping.
+    pub fn advance_ms(&self, ms: u64) -> bool {
+        match &self.clock {
+            Clock::Real(_) => false,
+            Clock::Manual(now) => {
+                now.fetch_add(ms, Ordering::AcqRel);
+                true
+            }
+        }
+    }
+
+    /// The upcall budget of port `dp_port`, `rate` upcalls per second in bursts of `burst`:
+    /// one per port, shared by every PMD thread that polls one of its rx queues (they share
+    /// one configuration, [`crate::pmd::PmdThreads::spawn`]). Asking with another rate or
+    /// burst (PMD threads started again with a new configuration) replaces it with a full one.
+    pub fn upcall_budget(&self, dp_port: u32, rate: u32, burst: u32) -> Arc<UpcallBudget> {
+        let mut budgets = lock(&self.budgets);
+        match budgets.get(&dp_port) {
+            Some(b) if b.rate() == rate && b.burst() == burst => b.clone(),
+            _ => {
+                let b = Arc::new(UpcallBudget::new(rate, burst, self.now_ms()));
+                budgets.insert(dp_port, b.clone());
+                b
+            }
+        }
     }
 
     /// Adds (or replaces) a port. PMD threads pick it up at their next housekeeping; rx
@@ -112,6 +199,7 @@ impl Datapath {
         let mut ports = self.ports.write().unwrap_or_else(PoisonError::into_inner);
         let before = ports.len();
         ports.retain(|p| p.dp_port != dp_port);
+        lock(&self.budgets).remove(&dp_port);
         self.port_gen.fetch_add(1, Ordering::Release);
         before != ports.len()
     }
@@ -178,34 +266,51 @@ impl Datapath {
         lock(&self.pmds).retain(|p| !Arc::ptr_eq(p, shared));
     }
 
-    /// Waits until every running PMD thread has revalidated against generation `gen`; false
-    /// if one did not within [`ACK_TIMEOUT`].
-    pub fn wait_ack(&self, gen: u64) -> bool {
+    /// How long [`Datapath::wait_ack`] and [`Datapath::sync_stats`] wait for the PMD threads
+    /// ([`ACK_TIMEOUT`] unless set).
+    pub fn ack_timeout(&self) -> Duration {
+        Duration::from_millis(self.ack_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// Sets how long [`Datapath::wait_ack`] and [`Datapath::sync_stats`] wait for the PMD
+    /// threads (whole milliseconds).
+    pub fn set_ack_timeout(&self, timeout: Duration) {
+        self.ack_timeout_ms
+            .store(duration_ms(timeout), Ordering::Relaxed);
+    }
+
+    /// Waits until every running PMD thread has revalidated against generation `gen`; an
+    /// error if some did not within [`Datapath::ack_timeout`] (calling again waits again).
+    pub fn wait_ack(&self, gen: u64) -> Result<(), AckTimeout> {
         self.wait_for_pmds(|p| p.seen_gen.load(Ordering::Acquire) >= gen)
     }
 
     /// Asks every PMD to credit its megaflows' statistics to the rules that made them, and
     /// waits until the running ones did (a PMD driven by hand does it at its next
-    /// housekeeping).
-    pub fn sync_stats(&self) -> bool {
+    /// housekeeping); an error if some did not within [`Datapath::ack_timeout`].
+    pub fn sync_stats(&self) -> Result<(), AckTimeout> {
         let req = self.stats_req.fetch_add(1, Ordering::AcqRel) + 1;
         self.wait_for_pmds(|p| p.stats_seen.load(Ordering::Acquire) >= req)
     }
 
-    /// Waits until `done` holds for every running PMD thread (or it stops); false if one
-    /// took longer than [`ACK_TIMEOUT`].
-    fn wait_for_pmds(&self, done: impl Fn(&PmdShared) -> bool) -> bool {
+    /// Waits until `done` holds for every running PMD thread (or it stops), for at most
+    /// [`Datapath::ack_timeout`].
+    fn wait_for_pmds(&self, done: impl Fn(&PmdShared) -> bool) -> Result<(), AckTimeout> {
         let pmds: Vec<Arc<PmdShared>> = lock(&self.pmds).clone();
-        let deadline = Instant::now() + ACK_TIMEOUT;
-        for p in pmds {
-            while p.running.load(Ordering::Acquire) && !done(&p) {
-                if Instant::now() > deadline {
-                    return false;
+        let timeout = self.ack_timeout();
+        // A timeout too long to add to the clock waits for as long as it takes.
+        let deadline = Instant::now().checked_add(timeout);
+        let waiting = |p: &PmdShared| p.running.load(Ordering::Acquire) && !done(p);
+        for p in &pmds {
+            while waiting(p) {
+                if deadline.is_some_and(|d| Instant::now() > d) {
+                    let pending = pmds.iter().filter(|p| waiting(p)).count();
+                    return Err(AckTimeout { pending, timeout });
                 }
                 std::thread::yield_now();
             }
         }
-        true
+        Ok(())
     }
 
     /// The statistics request number (PMDs compare it with the one they served).

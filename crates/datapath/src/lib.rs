@@ -33,8 +33,8 @@
 //! - The data path never blocks and never panics on packet contents.
 //! - `unsafe` is allowed only in `netdev` (device rings, later) and `cycles` (`rdtsc`, `prefetch`);
 //!   every unsafe block says why it is sound in a `// SAFETY:` comment.
-//! - After [`ofproto::OfDatapath::flow_mods`] returns, no PMD thread forwards a packet by a cached
-//!   decision the change made stale.
+//! - After [`ofproto::OfDatapath::flow_mods`] returns `Ok`, no PMD thread forwards a packet by a
+//!   cached decision the change made stale.
 //!
 //! # Threads
 //!

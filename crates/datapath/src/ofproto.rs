@@ -7,6 +7,11 @@
 //! (`drop_upcall_busy`) rather than waiting, because the datapath never blocks on the control
 //! plane; established flows hit the caches and do not notice.
 //!
+//! A change returns once every running PMD thread has revalidated against it. If one has not
+//! within [`Datapath::ack_timeout`], the change is still applied (translations see it) but the
+//! call returns [`OfDatapathError::Unacknowledged`]: that thread may forward by stale megaflows
+//! until it catches up, which [`Datapath::wait_ack`] with the error's generation waits for.
+//!
 //! # Example
 //!
 //! ```
@@ -22,12 +27,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, TryLockError};
+use std::time::Duration;
 
 use openflow::ofctl::flow::FlowCommand;
 use pipeline::switch::{DumpedFlow, FlowMod, FlowModCommand, FlowModOutcome, Switch, SwitchError};
 use pipeline::xlate::XlateOptions;
 
-use crate::dpif::Datapath;
+use crate::dpif::{AckTimeout, Datapath};
 use crate::upcall::{AddedRules, Change, Translation, Upcall, UpcallError, UpcallRequest};
 
 /// [`Upcall`] by a [`Switch`]'s translation.
@@ -88,6 +94,40 @@ impl Upcall for SwitchUpcall {
                 e
             }
             Err(_) => self.mac_epoch.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Why a change through an [`OfDatapath`] failed or is not known to be in force everywhere.
+#[derive(Debug, thiserror::Error)]
+pub enum OfDatapathError {
+    /// The switch refused the change.
+    #[error(transparent)]
+    Switch(#[from] SwitchError),
+    /// The change is applied to the flow tables, but some running PMD thread did not
+    /// revalidate against it in time: until it does, it may forward packets by decisions the
+    /// change made stale. [`Datapath::wait_ack`] with `generation` waits for it again.
+    #[error(
+        "the change (generation {generation}) is applied, but {} PMD thread(s) did not \
+         revalidate against it within {:?} and may forward by stale megaflows until they do \
+         (a stuck PMD thread?)",
+        .timeout.pending,
+        .timeout.timeout
+    )]
+    Unacknowledged {
+        /// The change's generation (for [`Datapath::wait_ack`]).
+        generation: u64,
+        /// Which wait ran out.
+        timeout: AckTimeout,
+    },
+}
+
+impl OfDatapathError {
+    /// How long the PMD threads were waited for, if that is what failed.
+    pub fn waited(&self) -> Option<Duration> {
+        match self {
+            OfDatapathError::Switch(_) => None,
+            OfDatapathError::Unacknowledged { timeout, .. } => Some(timeout.timeout),
         }
     }
 }
@@ -187,12 +227,13 @@ impl OfDatapath {
     }
 
     /// Applies `mods` to `bridge` as one bundle and returns once every running PMD thread
-    /// has revalidated against it.
+    /// has revalidated against it; [`OfDatapathError::Unacknowledged`] if one did not within
+    /// [`Datapath::ack_timeout`] (the bundle is applied all the same).
     pub fn flow_mods(
         &self,
         bridge: &str,
         mods: Vec<FlowMod>,
-    ) -> Result<FlowModOutcome, SwitchError> {
+    ) -> Result<FlowModOutcome, OfDatapathError> {
         let change = change_of(bridge, &mods);
         let (out, gen) = {
             let mut sw = self.switch.write().unwrap_or_else(PoisonError::into_inner);
@@ -200,8 +241,18 @@ impl OfDatapath {
             let gen = self.dp.publish(with_reordered(change, &out));
             (out, gen)
         };
-        self.dp.wait_ack(gen);
+        self.ack(gen)?;
         Ok(out)
+    }
+
+    /// Waits for the PMD threads to revalidate against generation `gen`.
+    fn ack(&self, gen: u64) -> Result<(), OfDatapathError> {
+        self.dp
+            .wait_ack(gen)
+            .map_err(|timeout| OfDatapathError::Unacknowledged {
+                generation: gen,
+                timeout,
+            })
     }
 
     /// [`Switch::settle`] on `bridge` (no flow-table change: nothing to revalidate).
@@ -217,7 +268,7 @@ impl OfDatapath {
         &self,
         bridge: &str,
         flows: &[&str],
-    ) -> Result<FlowModOutcome, SwitchError> {
+    ) -> Result<FlowModOutcome, OfDatapathError> {
         let mods = self
             .switch()
             .parse_flow_mods(bridge, flows, "", FlowCommand::Add)?;
@@ -225,28 +276,36 @@ impl OfDatapath {
     }
 
     /// `ovs-ofctl del-flows BRIDGE [MATCH]` through the datapath.
-    pub fn del_flows_text(&self, bridge: &str, flow: &str) -> Result<FlowModOutcome, SwitchError> {
+    pub fn del_flows_text(
+        &self,
+        bridge: &str,
+        flow: &str,
+    ) -> Result<FlowModOutcome, OfDatapathError> {
         let mods = self
             .switch()
             .parse_flow_mods(bridge, &[flow], "", FlowCommand::Delete)?;
         self.flow_mods(bridge, mods)
     }
 
-    /// Runs an `ovs-vsctl` command line on the switch; every megaflow is revalidated.
-    pub fn vsctl(&self, args: &str) -> Result<(), SwitchError> {
+    /// Runs an `ovs-vsctl` command line on the switch; every megaflow is revalidated
+    /// ([`OfDatapathError::Unacknowledged`] as for [`OfDatapath::flow_mods`]).
+    pub fn vsctl(&self, args: &str) -> Result<(), OfDatapathError> {
         let gen = {
             let mut sw = self.switch.write().unwrap_or_else(PoisonError::into_inner);
             sw.vsctl(args)?;
             self.dp.publish(Change::Everything)
         };
-        self.dp.wait_ack(gen);
-        Ok(())
+        self.ack(gen)
     }
 
     /// Every rule of `bridge` with its counters, after the PMD threads credited their
-    /// megaflows' statistics.
+    /// megaflows' statistics. A PMD thread that does not answer within
+    /// [`Datapath::ack_timeout`] is not waited for longer: the counters then lack the packets
+    /// its megaflows forwarded since its last housekeeping (they are credited later, never
+    /// lost), which is better than no dump.
     pub fn dump_flows(&self, bridge: &str) -> Result<Vec<DumpedFlow>, SwitchError> {
-        self.dp.sync_stats();
+        // A late PMD's counts arrive with a later dump (see above).
+        let _ = self.dp.sync_stats();
         self.switch().dump_flows(bridge)
     }
 }

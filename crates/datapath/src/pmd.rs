@@ -9,20 +9,40 @@
 //!    the rest, hashed and prefetched as a batch.
 //! 3. **Upcall** for each miss, through a token bucket per ingress port
 //!    ([`PmdConfig::upcall_rate`]): a storm of new flows costs counted drops (`drop_upcall_limit`),
-//!    not stalls of established flows. The translation's mask and actions become a megaflow, unless
-//!    the table is at [`PmdConfig::megaflow_limit`]: then the packet is forwarded by the
-//!    translation alone (counted in `megaflow_limit_hits`) and established megaflows stay; nothing
-//!    is evicted to make room, so no flow set larger than the limit makes the cache thrash.
+//!    not stalls of established flows. The bucket is the port's, not the rx queue's or the PMD's:
+//!    every PMD polling one of the port's queues shares it ([`crate::upcall::UpcallBudget`] says
+//!    why it is shared rather than split). A miss first looks for a megaflow installed by an
+//!    earlier packet of the same batch: a batch of one new flow costs one upcall and one token, not
+//!    one per packet. The translation's mask and actions become a megaflow, unless the table is at
+//!    [`PmdConfig::megaflow_limit`] (see below).
 //! 4. **Execute** each packet's actions: outputs are queued per tx port and each queue is flushed
 //!    once per batch (or when it holds 32); a copy is made only for outputs before the last one
 //!    (mirrors, floods); header rewrites use incremental checksums.
 //!
+//! # At the megaflow limit
+//!
+//! OVS's userspace datapath collapses when the flows outnumber its flow limit (0.34 Mpps at
+//! 256K flows): every packet of a flow without a megaflow is an upcall. Here:
+//!
+//! - **Established megaflows keep hitting.** Nothing is evicted to make room for a new flow, so a
+//!   flow set larger than the limit never makes the cache thrash.
+//! - **Flows beyond the limit are still forwarded**, by their translation alone, within their
+//!   port's upcall budget: each such packet is counted in [`PmdStats::megaflow_limit_hits`] (and in
+//!   `upcalls` when it needed a translation of its own), and the rules it matched are credited.
+//!   Packets of one batch that a translation covers share it (one token, one upcall); beyond the
+//!   budget, packets are dropped and counted (`drop_upcall_limit`), as any miss.
+//! - **Idle expiry makes room.** At the limit, megaflows idle for [`PRESSURE_MAX_IDLE_MS`] expire
+//!   (if [`PmdConfig::max_idle_ms`] is longer), so flows that ended give their room to new ones,
+//!   which get megaflows again.
+//!
+//! The limit is per PMD thread: each has its own megaflow table.
+//!
 //! # Housekeeping (about every millisecond)
 //!
-//! Token buckets refill; a slice of the megaflows is swept (idle ones expire after
-//! [`PmdConfig::max_idle_ms`], the others credit their packet and byte counts to the
-//! OpenFlow rules their translation matched); subtables are re-ranked by hits every
-//! second; counters are published to [`PmdShared`]; NORMAL's MAC changes trigger the
+//! Upcall budgets refill; a slice of the megaflows is swept (idle ones expire after
+//! [`PmdConfig::max_idle_ms`], or sooner at the megaflow limit, the others credit their packet and
+//! byte counts to the OpenFlow rules their translation matched); subtables are re-ranked by hits
+//! every second; counters are published to [`PmdShared`]; NORMAL's MAC changes trigger the
 //! revalidation of the megaflows that ran NORMAL.
 //!
 //! # Revalidation
@@ -35,7 +55,6 @@
 //! actions and no wider mask keeps the megaflow; otherwise it is removed (its statistics
 //! credited first) and the next packet upcalls.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
@@ -53,7 +72,7 @@ use crate::megaflow::{FlowId, MegaflowTable};
 use crate::netdev::Netdev;
 use crate::pool::{Pool, PoolConfig};
 use crate::stats::DropCounts;
-use crate::upcall::{Change, Projections, UpcallError, UpcallRequest};
+use crate::upcall::{Change, Projections, UpcallBudget, UpcallError, UpcallRequest};
 use crate::{cycles, exec};
 
 /// A PMD thread's settings.
@@ -61,11 +80,14 @@ use crate::{cycles, exec};
 pub struct PmdConfig {
     /// Exact-match cache slots (0 turns it off).
     pub emc_entries: usize,
-    /// Megaflows at most (OVS `flow-limit`).
+    /// Megaflows at most, in this PMD's table (OVS `flow-limit`). See the module docs for
+    /// what happens at the limit.
     pub megaflow_limit: usize,
-    /// A megaflow unused this long expires (OVS `max-idle`).
+    /// A megaflow unused this long expires (OVS `max-idle`); at the megaflow limit, one
+    /// unused for [`PRESSURE_MAX_IDLE_MS`] (if that is shorter).
     pub max_idle_ms: u64,
-    /// Upcalls per second per ingress port; misses beyond it are dropped and counted.
+    /// Upcalls per second per ingress port (whatever its number of rx queues and the PMDs
+    /// polling them); misses beyond it are dropped and counted (`drop_upcall_limit`).
     pub upcall_rate: u32,
     /// Upcalls in a burst per ingress port.
     pub upcall_burst: u32,
@@ -99,7 +121,9 @@ pub struct PmdStats {
     pub megaflow_hits: u64,
     /// Packets translated by an upcall.
     pub upcalls: u64,
-    /// Packets forwarded by a translation that could not become a megaflow (limit).
+    /// Packets forwarded by a translation that was not installed because the megaflow table
+    /// was at [`PmdConfig::megaflow_limit`] (each packet of an uncached flow, not each
+    /// translation: packets of one batch share their flow's translation).
     pub megaflow_limit_hits: u64,
     /// Copies sent to the controller (the OpenFlow channel does not exist yet: counted only).
     pub userspace: u64,
@@ -128,6 +152,9 @@ pub struct PmdStats {
     pub emc_off: bool,
     /// Bytes held by the caches and flows (estimate).
     pub cache_bytes: u64,
+    /// The core the thread is pinned to; `None` if it was not asked to pin, or the pin failed
+    /// (a core outside the affinity mask, or one that does not exist). Not summed.
+    pub pinned: Option<usize>,
 }
 
 impl PmdStats {
@@ -140,7 +167,8 @@ impl PmdStats {
         }
     }
 
-    /// The counters of several PMDs added up (gauges too: megaflows, subtables, cache bytes).
+    /// The counters of several PMDs added up (gauges too: megaflows, subtables, cache bytes;
+    /// `pinned` stays `None`).
     pub fn sum(all: &[PmdStats]) -> PmdStats {
         let mut t = PmdStats::default();
         for s in all {
@@ -244,7 +272,8 @@ struct RxQueue {
     netdev: Arc<dyn Netdev>,
     q: usize,
     vlan_limit: u32,
-    tokens: u32,
+    /// The port's upcall budget, shared with the port's other queues and their PMDs.
+    budget: Arc<UpcallBudget>,
 }
 
 /// One tx port as this PMD sends to it.
@@ -255,6 +284,18 @@ struct TxSlot {
     batch: Batch,
 }
 
+/// A translation made for a packet of the current batch but not installed (megaflow limit):
+/// later packets of the batch that it covers use it too.
+#[derive(Debug)]
+struct Direct {
+    /// The translated key under `mask`.
+    masked: FlowKey,
+    mask: FlowKey,
+    actions: Vec<DpAction>,
+    /// The rules it matched, credited with each packet that reuses it.
+    deps: XlateDeps,
+}
+
 /// What happens to one packet of a batch.
 #[derive(Debug, Clone, Copy)]
 enum Fate {
@@ -263,6 +304,11 @@ enum Fate {
     Direct(usize),
     Drop(DropReason),
 }
+
+/// At the megaflow limit, megaflows unused for this long expire even if
+/// [`PmdConfig::max_idle_ms`] is longer, so that room is made for new flows (OVS shortens
+/// `max-idle` to 100 ms the same way when the datapath holds more flows than `flow-limit`).
+pub const PRESSURE_MAX_IDLE_MS: u64 = 100;
 
 /// Megaflows swept per housekeeping.
 const SWEEP: usize = 1024;
@@ -290,14 +336,15 @@ pub struct Pmd {
     /// The rx batch, kept across iterations (it may trade places with a tx batch).
     rx_batch: Option<Batch>,
     fates: [Fate; BATCH_SIZE],
-    direct: Vec<Vec<DpAction>>,
+    direct: Vec<Direct>,
     seen_gen: u64,
     mac_epoch: u64,
     stats_seen: u64,
     stats: PmdStats,
     now_ms: u64,
+    /// Megaflows installed while processing the current batch.
+    batch_installs: usize,
     next_housekeeping: u64,
-    last_refill_ms: u64,
     last_rank_ms: u64,
     sweep_cursor: usize,
     housekeeping_cycles: u64,
@@ -351,8 +398,8 @@ impl Pmd {
                 ..PmdStats::default()
             },
             now_ms: dp.now_ms(),
+            batch_installs: 0,
             next_housekeeping: 0,
-            last_refill_ms: dp.now_ms(),
             last_rank_ms: dp.now_ms(),
             sweep_cursor: 0,
             housekeeping_cycles: hz_per_ms,
@@ -432,11 +479,6 @@ impl Pmd {
         self.port_gen = g;
         self.flush_tx();
         let ports = self.dp.ports();
-        let old: HashMap<(u32, usize), u32> = self
-            .rxqs
-            .iter()
-            .map(|r| ((r.dp_port, r.q), r.tokens))
-            .collect();
         self.rxqs.clear();
         self.tx.clear();
         let mut j = 0usize;
@@ -448,10 +490,11 @@ impl Pmd {
                         netdev: p.netdev.clone(),
                         q,
                         vlan_limit: p.vlan_limit,
-                        tokens: old
-                            .get(&(p.dp_port, q))
-                            .copied()
-                            .unwrap_or(self.cfg.upcall_burst),
+                        budget: self.dp.upcall_budget(
+                            p.dp_port,
+                            self.cfg.upcall_rate,
+                            self.cfg.upcall_burst,
+                        ),
                     });
                 }
                 j += 1;
@@ -520,14 +563,9 @@ impl Pmd {
     pub fn housekeeping(&mut self, full: bool) {
         self.now_ms = self.dp.now_ms();
         self.refresh_ports();
-        let dt = self.now_ms.saturating_sub(self.last_refill_ms);
-        if dt > 0 {
-            self.last_refill_ms = self.now_ms;
-            let add = u64::from(self.cfg.upcall_rate).saturating_mul(dt) / 1000;
-            for r in &mut self.rxqs {
-                let t = u64::from(r.tokens).saturating_add(add);
-                r.tokens = u32::try_from(t.min(u64::from(self.cfg.upcall_burst))).unwrap_or(0);
-            }
+        // Each interval is credited once per budget, whichever queue or PMD refills it first.
+        for r in &self.rxqs {
+            r.budget.refill(self.now_ms);
         }
         let req = self.dp.stats_request();
         let all = full || req != self.stats_seen;
@@ -560,6 +598,11 @@ impl Pmd {
             return;
         }
         let now = self.now_ms;
+        let max_idle = if self.megaflows.len() >= self.cfg.megaflow_limit {
+            self.cfg.max_idle_ms.min(PRESSURE_MAX_IDLE_MS)
+        } else {
+            self.cfg.max_idle_ms
+        };
         let n = n.min(bound);
         for _ in 0..n {
             let id = self.sweep_cursor % bound;
@@ -569,7 +612,7 @@ impl Pmd {
             };
             let h = self.hot[id];
             f.credit(&h, now);
-            if now.saturating_sub(h.used_ms) > self.cfg.max_idle_ms {
+            if now.saturating_sub(h.used_ms) > max_idle {
                 self.remove_flow(u32::try_from(id).unwrap_or(u32::MAX));
                 self.stats.expired += 1;
             }
@@ -645,6 +688,7 @@ impl Pmd {
             self.emc.account(cycles::now().wrapping_sub(t0), n);
         }
         self.direct.clear();
+        self.batch_installs = 0;
         for (i, f) in found.iter().copied().enumerate().take(n) {
             self.fates[i] = match f {
                 Some(id) => Fate::Flow(id),
@@ -711,7 +755,7 @@ impl Pmd {
                         }
                     }
                 }
-                Fate::Direct(d) => self.direct.get(d).map_or(&[], |v| v.as_slice()),
+                Fate::Direct(d) => self.direct.get(d).map_or(&[], |v| v.actions.as_slice()),
                 Fate::Drop(reason) => {
                     self.stats.drops.add(reason, 1);
                     continue;
@@ -729,16 +773,33 @@ impl Pmd {
         }
     }
 
-    /// An upcall for packet `i` of the batch received on rx queue `r`.
+    /// An upcall for packet `i` of the batch received on rx queue `r`, if its port's budget
+    /// has a token left and no earlier packet of the batch installed a megaflow covering it.
     fn miss(&mut self, r: usize, i: usize, len: usize) -> Fate {
-        let rq = &mut self.rxqs[r];
-        if rq.tokens == 0 {
-            return Fate::Drop(DropReason::UpcallLimit);
+        // The table changes only here, within a batch: with nothing installed since the
+        // batch's lookup, there is nothing new to find.
+        if self.batch_installs > 0 {
+            if let Some(id) = self.megaflows.lookup(&self.keys[i]) {
+                self.stats.megaflow_hits += 1;
+                return Fate::Flow(id);
+            }
         }
-        rq.tokens -= 1;
-        // A megaflow installed by an earlier packet of this batch may cover this one.
-        if let Some(id) = self.megaflows.lookup(&self.keys[i]) {
-            return Fate::Flow(id);
+        // At the limit, a translation made earlier in this batch may cover this packet.
+        if let Some(d) = self
+            .direct
+            .iter()
+            .position(|d| self.keys[i].masked(&d.mask) == d.masked)
+        {
+            self.stats.megaflow_limit_hits += 1;
+            // The translation credited its own packet; this one is credited here.
+            for rule in &self.direct[d].deps.rules {
+                rule.credit_many(1, len as u64);
+                rule.touch(self.now_ms);
+            }
+            return Fate::Direct(d);
+        }
+        if !self.rxqs[r].budget.try_take() {
+            return Fate::Drop(DropReason::UpcallLimit);
         }
         let at_limit = self.megaflows.len() >= self.cfg.megaflow_limit;
         self.stats.upcalls += 1;
@@ -757,10 +818,16 @@ impl Pmd {
         };
         if at_limit {
             self.stats.megaflow_limit_hits += 1;
-            self.direct.push(t.actions);
+            self.direct.push(Direct {
+                masked: key.masked(&t.mask),
+                mask: t.mask,
+                actions: t.actions,
+                deps: t.deps,
+            });
             return Fate::Direct(self.direct.len() - 1);
         }
         let id = self.megaflows.insert(&key, &t.mask);
+        self.batch_installs += 1;
         let slot = id as usize;
         if self.flows.len() <= slot {
             self.flows.resize_with(slot + 1, || None);
@@ -981,15 +1048,32 @@ fn send(tx: &mut [Option<TxSlot>], port: u32, pkt: Packet, stats: &mut PmdStats)
 pub struct PmdThreads {
     stop: Arc<AtomicBool>,
     handles: Vec<std::thread::JoinHandle<PmdStats>>,
+    pinned: Vec<Option<usize>>,
+}
+
+/// Pins the calling thread to `core` if it is `allowed` (in the spawning thread's affinity
+/// mask); the core it is pinned to, or `None`.
+fn pin(core: usize, allowed: &[usize]) -> Option<usize> {
+    // `core_affinity` indexes a fixed-size CPU set with the core number: only a core of the
+    // affinity mask is passed to it.
+    (allowed.contains(&core) && core_affinity::set_for_current(core_affinity::CoreId { id: core }))
+        .then_some(core)
 }
 
 impl PmdThreads {
-    /// Starts `n` PMD threads; thread `i` is pinned to `cores[i]` when given (best effort:
-    /// an unknown core leaves it unpinned). Returns once every thread polls, so a flow-table
-    /// change made after this waits for all of them.
+    /// Starts `n` PMD threads; thread `i` is pinned to `cores[i]` when given. Pinning is best
+    /// effort: a core outside the calling thread's affinity mask (or one that does not exist)
+    /// leaves the thread unpinned, which [`PmdThreads::pinned`] and [`PmdStats::pinned`] show.
+    /// Returns once every thread polls, so a flow-table change made after this waits for all of
+    /// them.
     pub fn spawn(dp: &Arc<Datapath>, n: usize, cores: &[usize], cfg: &PmdConfig) -> PmdThreads {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let allowed: Arc<[usize]> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
         let handles = (0..n)
             .map(|i| {
                 let dp = dp.clone();
@@ -997,15 +1081,15 @@ impl PmdThreads {
                 let stop = stop.clone();
                 let core = cores.get(i).copied();
                 let ready = ready_tx.clone();
+                let allowed = allowed.clone();
                 std::thread::Builder::new()
                     .name(format!("pmd{i}"))
                     .spawn(move || {
-                        if let Some(c) = core {
-                            core_affinity::set_for_current(core_affinity::CoreId { id: c });
-                        }
+                        let pinned = core.and_then(|c| pin(c, &allowed));
                         let mut pmd = Pmd::new(dp.clone(), i, n, cfg);
+                        pmd.stats.pinned = pinned;
                         pmd.shared.running.store(true, Ordering::Release);
-                        let _ = ready.send(());
+                        let _ = ready.send((i, pinned));
                         pmd.run(&stop);
                         dp.unregister_pmd(&pmd.shared);
                         pmd.stats()
@@ -1013,10 +1097,25 @@ impl PmdThreads {
             })
             .filter_map(Result::ok)
             .collect::<Vec<_>>();
+        let mut pinned = vec![None; n];
         for _ in 0..handles.len() {
-            let _ = ready_rx.recv();
+            if let Ok((i, p)) = ready_rx.recv() {
+                if let Some(slot) = pinned.get_mut(i) {
+                    *slot = p;
+                }
+            }
         }
-        PmdThreads { stop, handles }
+        PmdThreads {
+            stop,
+            handles,
+            pinned,
+        }
+    }
+
+    /// The core each thread is pinned to (by thread index), `None` where it was not asked to
+    /// pin or the pin failed.
+    pub fn pinned(&self) -> &[Option<usize>] {
+        &self.pinned
     }
 
     /// Stops the threads and returns their final counters.

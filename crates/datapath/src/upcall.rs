@@ -4,9 +4,13 @@
 //! The datapath executes the pipeline's datapath-action type ([`DpAction`]) and keeps, per
 //! megaflow, what its translation depended on ([`XlateDeps`]). The pipeline's own
 //! implementation of the trait is [`crate::ofproto::SwitchUpcall`]; tests plug in fakes.
+//!
+//! Upcalls are rationed per ingress port by an [`UpcallBudget`], a token bucket that every PMD
+//! thread polling one of the port's rx queues shares.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use openflow::Match;
@@ -66,6 +70,114 @@ pub trait Upcall: Send + Sync + fmt::Debug {
     /// translation ran NORMAL are revalidated then). 0 if there are none.
     fn mac_epoch(&self) -> u64 {
         0
+    }
+}
+
+/// Milli-tokens per token: the bucket counts thousandths of a token, so a refill after `dt` ms
+/// adds exactly `rate * dt` of them and a rate below 1,000 per second is not rounded away by
+/// refills a millisecond apart.
+const MILLI: u64 = 1000;
+
+/// The upcall budget of one ingress port: a token bucket of `burst` upcalls refilled at `rate`
+/// upcalls per second, shared by every PMD thread that polls one of the port's rx queues (see
+/// [`crate::dpif::Datapath::upcall_budget`]).
+///
+/// One bucket per port, not one per rx queue or per PMD: a port with `n` queues gets the
+/// configured rate, not `n` times it, and a storm on one port cannot spend another port's
+/// budget. The bucket is shared rather than split between the PMDs that poll the port's
+/// queues, because a split gives a PMD whose queue receives most of the port's new flows (RSS
+/// is rarely even) only its fraction of the rate while the others' shares go unused. Sharing
+/// costs an atomic read-modify-write per upcall, next to a translation that costs
+/// microseconds; cached packets never touch the bucket.
+///
+/// # Thread safety
+///
+/// [`UpcallBudget::try_take`] and [`UpcallBudget::refill`] are lock-free and may be called
+/// from any number of threads: each millisecond of elapsed time is credited once, by whichever
+/// thread moves `last_ms` past it, however many PMDs call `refill` with the same clock.
+///
+/// # Example
+///
+/// ```
+/// use datapath::upcall::UpcallBudget;
+///
+/// let b = UpcallBudget::new(500, 2, 0); // 500 upcalls/s, bursts of 2, made at t = 0 ms
+/// assert!(b.try_take() && b.try_take());
+/// assert!(!b.try_take()); // spent
+/// b.refill(1); // half a token
+/// assert!(!b.try_take());
+/// b.refill(2); // one
+/// assert!(b.try_take());
+/// ```
+#[derive(Debug)]
+pub struct UpcallBudget {
+    /// Tokens per second.
+    rate: u32,
+    /// Tokens at most.
+    burst: u32,
+    /// Thousandths of a token available.
+    milli_tokens: AtomicU64,
+    /// The clock reading up to which refills have been credited.
+    last_ms: AtomicU64,
+}
+
+impl UpcallBudget {
+    /// A full bucket of `burst` tokens refilled at `rate` per second from `now_ms` on.
+    pub fn new(rate: u32, burst: u32, now_ms: u64) -> UpcallBudget {
+        UpcallBudget {
+            rate,
+            burst,
+            milli_tokens: AtomicU64::new(u64::from(burst) * MILLI),
+            last_ms: AtomicU64::new(now_ms),
+        }
+    }
+
+    /// Takes one token; false (and nothing taken) if the bucket holds less than one.
+    #[inline]
+    pub fn try_take(&self) -> bool {
+        self.milli_tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                t.checked_sub(MILLI)
+            })
+            .is_ok()
+    }
+
+    /// Credits the time from the last refill to `now_ms` (`rate` tokens a second, up to
+    /// `burst`). A clock reading not after the last one credits nothing.
+    pub fn refill(&self, now_ms: u64) {
+        let last = self.last_ms.load(Ordering::Acquire);
+        if now_ms <= last
+            || self
+                .last_ms
+                .compare_exchange(last, now_ms, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            // Nothing elapsed, or another thread credits this interval.
+            return;
+        }
+        let add = u64::from(self.rate).saturating_mul(now_ms - last);
+        let cap = u64::from(self.burst) * MILLI;
+        // The closure never returns `None`: the update cannot fail.
+        let _ = self
+            .milli_tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_add(add).min(cap))
+            });
+    }
+
+    /// Whole tokens available now.
+    pub fn tokens(&self) -> u64 {
+        self.milli_tokens.load(Ordering::Acquire) / MILLI
+    }
+
+    /// Upcalls per second.
+    pub fn rate(&self) -> u32 {
+        self.rate
+    }
+
+    /// Upcalls in a burst.
+    pub fn burst(&self) -> u32 {
+        self.burst
     }
 }
 
@@ -291,5 +403,77 @@ mod tests {
         assert!(added.overlaps(&key, &mask, &mut proj));
         key.set(fields::NW_SRC, 0x0b00_0000);
         assert!(!added.overlaps(&key, &mask, &mut proj));
+    }
+
+    fn take_all(b: &UpcallBudget) -> u64 {
+        let mut n = 0;
+        while b.try_take() {
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn budget_starts_full_and_refills_at_its_rate_up_to_its_burst() {
+        let b = UpcallBudget::new(1000, 5, 100);
+        assert_eq!(take_all(&b), 5);
+        assert_eq!(b.tokens(), 0);
+        // 1,000 a second: one per millisecond.
+        b.refill(103);
+        assert_eq!(take_all(&b), 3);
+        // A long pause fills the bucket, never beyond the burst.
+        b.refill(60_000);
+        assert_eq!(b.tokens(), 5);
+        assert_eq!(take_all(&b), 5);
+    }
+
+    #[test]
+    fn budget_below_one_token_per_ms_keeps_the_fractions() {
+        // 250 a second is a quarter token a millisecond: refills every millisecond still add
+        // up to one token every four.
+        let b = UpcallBudget::new(250, 10, 0);
+        assert_eq!(take_all(&b), 10);
+        let mut got = 0;
+        for ms in 1..=40 {
+            b.refill(ms);
+            got += take_all(&b);
+        }
+        assert_eq!(got, 10);
+    }
+
+    #[test]
+    fn budget_refill_credits_each_interval_once() {
+        let b = UpcallBudget::new(1000, 100, 0);
+        assert_eq!(take_all(&b), 100);
+        // Several PMDs refilling with the same clock reading, or an older one.
+        b.refill(7);
+        b.refill(7);
+        b.refill(5);
+        assert_eq!(b.tokens(), 7);
+    }
+
+    #[test]
+    fn budget_shared_by_threads_hands_out_each_token_once() {
+        let b = Arc::new(UpcallBudget::new(0, 10_000, 0));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let b = b.clone();
+                std::thread::spawn(move || take_all(&b))
+            })
+            .collect();
+        let total: u64 = handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .sum();
+        assert_eq!(total, 10_000);
+        assert!(!b.try_take());
+    }
+
+    #[test]
+    fn budget_of_rate_zero_never_refills() {
+        let b = UpcallBudget::new(0, 1, 0);
+        assert!(b.try_take());
+        b.refill(u64::MAX);
+        assert!(!b.try_take());
     }
 }
