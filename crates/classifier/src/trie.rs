@@ -868,6 +868,45 @@ mod tests {
         assert!(!t.remove(ps[0].0, ps[0].1));
     }
 
+    /// A walk paused on a node that a removal then unlinks finishes as the trie was: the
+    /// node is not reused (for a new prefix) until the writer says, with a later count of
+    /// published versions, that no walk can be on it.
+    #[test]
+    fn unlinked_nodes_wait_in_limbo_until_reclaimed() {
+        let mut t = Trie::default();
+        for (a, len) in [(0x0a00_0000, 8), (0x0a01_0000, 16), (0x0a01_0200, 24)] {
+            let (b, l) = v4(a, len);
+            t.insert(b, l);
+        }
+        let addr = u128::from(0x0a01_0203u32) << 96;
+        let view = t.view().clone();
+        let mut w = Walk::default();
+        view.advance(&mut w, addr, 32, 8);
+        assert!(!w.done && w.m.has_len(8));
+        // The /16 goes (its rule is in no version any more); new prefixes need nodes.
+        t.reclaim(0);
+        let (b16, l16) = v4(0x0a01_0000, 16);
+        assert!(t.remove(b16, l16));
+        assert_eq!(t.limbo.len(), 1);
+        for a in 0..8u32 {
+            let (b, l) = v4(0x0ac8_0000 + (a << 8), 24);
+            t.insert(b, l);
+        }
+        assert!(t.view().same(&view), "no re-layout in this test");
+        view.advance(&mut w, addr, 32, 32);
+        assert!(w.m.has_len(8) && w.m.has_len(24), "walk lost its path: {:?}", w.m);
+        assert_eq!(w.m.examined, 25);
+        // Not before a later publication; then reused.
+        t.reclaim(0);
+        assert_eq!((t.limbo.len(), t.free.len()), (1, 0));
+        t.reclaim(1);
+        assert_eq!((t.limbo.len(), t.free.len()), (0, 1));
+        let (b, l) = v4(0x0b00_0000, 8);
+        t.insert(b, l);
+        assert!(t.free.is_empty());
+        assert!(t.lookup(u128::from(0x0b01_0203u32) << 96, 32).has_len(8));
+    }
+
     proptest::proptest! {
         /// Finger insertion (sorted or not, onto an existing trie) builds the same trie as
         /// one-by-one insertion: same nodes, same answers, and removal empties it.
