@@ -54,13 +54,16 @@
 //! and lookup, resumed only as deep as the prefix lengths asked about need; subtables an
 //! earlier walk already rules out skip their hash probe.
 //!
-//! Tries are path-compressed binary tries with counts (`trie.rs`). The prefix fields are
-//! OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64
+//! Tries are path-compressed binary tries with counts (`trie.rs`), one per field for both
+//! versions: the writer changes the node array in place while readers walk it. The prefix fields
+//! are OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64
 //! bits work too ([`Classifier::with_prefixes`], at most [`MAX_PREFIXES`]). A batch's trie
 //! changes are applied sorted by prefix, and a trie whose nodes changed by a quarter is laid
 //! out again depth-first, so walks touch few cache lines. A batch that changes a trie by an
 //! eighth of its size or more builds it again instead, in one sequential pass over the merged
-//! sorted prefixes (a walk per prefix costs cache misses; the pass costs none).
+//! sorted prefixes (a walk per prefix costs cache misses; the pass costs none). A trie holds a
+//! superset of each version's prefixes: a batch adds its prefixes before it is published, and
+//! the prefixes of the rules it removed leave at the next replay, when no version has them.
 //!
 //! **Versioned updates** (the left-right pattern, in safe Rust on [`arc_swap`]). Two
 //! versions of the rule set exist; readers look up in the published one without locks. A
@@ -75,8 +78,8 @@
 //! protocol: a version sees a cell only if its own entry array has an entry at the cell's
 //! position, so a cell made for the spare is invisible to the published version, and a cell
 //! is buried only once neither version has an entry there). The replay onto the other version
-//! then copies entries at the positions the batch changed, applies the batch's net trie
-//! changes and takes the subtable order; the tries and the entry arrays exist twice.
+//! then copies entries at the positions the batch changed, takes the removed rules' prefixes out
+//! of the shared tries and takes the subtable order; only the entry arrays exist twice.
 //! [`Classifier::memory`] reports the bytes per rule.
 //!
 //! # Invariants
@@ -93,8 +96,12 @@
 //!   it frozen, until its replay moves it to the new one).
 //! - A stage index counts each live cell's partial hashes: a superset of what either version can
 //!   see (it may un-wildcard a stage more than needed, never give a wrong rule).
-//! - A trie holds exactly the prefixes of its version's rules whose mask on the field is a CIDR
-//!   prefix; a subtable whose mask on the field is not a prefix never uses that trie.
+//! - A trie holds every prefix of either version's rules whose mask on the field is a CIDR prefix
+//!   (and, until the next replay, those of rules the last batch removed): a walk may report a
+//!   length no rule of its version has (the lookup then probes that subtable and consults more
+//!   bits), never miss one it has. A node's prefix never changes while a walk can reach it; an
+//!   unlinked node is reused only after the version it was unlinked under has been waited for. A
+//!   subtable whose mask on the field is not a prefix never uses that trie.
 //!
 //! # Limits
 //!

@@ -1,10 +1,10 @@
 //! [`RuleSet`]: one version of the classifier's rules, the structure lookups run on.
 //!
 //! A rule set is a list of subtables (one per distinct mask) ordered by their highest
-//! priority, plus one prefix trie per configured prefix field. It is changed only by the
-//! writer, through primitive operations ([`Prim`]), and only while no reader can see it; the
-//! arrays its subtables share with the other version are written in place under the protocol
-//! of [`crate::shared`].
+//! priority, plus a handle on one prefix trie per configured prefix field. It is changed only
+//! by the writer, through primitive operations ([`Prim`]), and only while no reader can see it;
+//! the arrays its subtables share with the other version, and the tries, are written in place
+//! under the protocols of [`crate::shared`] and [`crate::trie`].
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -894,7 +894,11 @@ mod tests {
         }
         assert!(t.view().same(&view), "no re-layout in this test");
         view.advance(&mut w, addr, 32, 32);
-        assert!(w.m.has_len(8) && w.m.has_len(24), "walk lost its path: {:?}", w.m);
+        assert!(
+            w.m.has_len(8) && w.m.has_len(24),
+            "walk lost its path: {:?}",
+            w.m
+        );
         assert_eq!(w.m.examined, 25);
         // Not before a later publication; then reused.
         t.reclaim(0);
