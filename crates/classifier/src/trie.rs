@@ -180,9 +180,10 @@ impl Node {
 }
 
 /// Length of a node array for `live` nodes (and the sentinel) with room for `extra` more, and
-/// for a quarter again as many as there are.
+/// for an eighth again as many as there are (a trie that grows past that is laid out again
+/// into a new array: a sequential copy every `live / 16` insertions or so).
 fn array_len(live: usize, extra: usize) -> usize {
-    live + 1 + extra.max(live / 4).max(63)
+    live + 1 + extra.max(live / 8).max(63)
 }
 
 fn pack(k: [u32; 2]) -> u64 {
@@ -667,8 +668,7 @@ impl Trie {
     }
 
     /// Takes `nodes` (the sentinel first, then the live nodes) as the new array, with room for
-    /// `extra` more nodes and a quarter again as many as there are (a re-layout comes after a
-    /// quarter of the nodes changed anyway).
+    /// `extra` more nodes or an eighth again as many as there are ([`array_len`]).
     fn install(&mut self, mut nodes: Vec<Node>, extra: usize) {
         let live = nodes.len() - 1;
         let used = nodes.len();
