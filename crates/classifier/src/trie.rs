@@ -424,11 +424,30 @@ impl Trie {
         self.free.len() + self.view.nodes.len().saturating_sub(self.next as usize)
     }
 
-    /// Makes room for `n` new nodes, in a new array (laid out again) if needed.
+    /// Makes room for `n` new nodes: if there is too little, copies the array as it is (a
+    /// sequential copy; positions, the free list and limbo stay valid) into a new one an eighth
+    /// longer or more (readers of the old one keep it, unchanged from here on).
     fn reserve(&mut self, n: usize) {
-        if self.room() < n {
-            self.relayout_with_room(n);
+        if self.room() >= n {
+            return;
         }
+        if self.view.nodes.is_empty() {
+            // The first node: an array with the sentinel.
+            self.relayout_with_room(n);
+            return;
+        }
+        let used = self.next as usize;
+        let len = array_len(used.saturating_sub(1), n);
+        let old = &self.view.nodes;
+        let nodes: Vec<Node> = (0..len)
+            .map(|i| {
+                old.get(i)
+                    .map_or_else(|| Node::new(EMPTY), |o| Node::new(o.parts()))
+            })
+            .collect();
+        self.view = TrieView {
+            nodes: Arc::new(nodes),
+        };
     }
 
     fn alloc(&mut self, p: Parts) -> u32 {
