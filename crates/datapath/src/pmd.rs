@@ -1051,29 +1051,30 @@ pub struct PmdThreads {
     pinned: Vec<Option<usize>>,
 }
 
-/// Pins the calling thread to `core` if it is `allowed` (in the spawning thread's affinity
-/// mask); the core it is pinned to, or `None`.
-fn pin(core: usize, allowed: &[usize]) -> Option<usize> {
-    // `core_affinity` indexes a fixed-size CPU set with the core number: only a core of the
-    // affinity mask is passed to it.
-    (allowed.contains(&core) && core_affinity::set_for_current(core_affinity::CoreId { id: core }))
+/// Highest core number plus one that a CPU set holds (glibc's `CPU_SETSIZE`).
+const CPU_SETSIZE: usize = 1024;
+
+/// Pins the calling thread to `core`; the core it is pinned to, or `None` (a core the process
+/// may not run on, or one that does not exist: the kernel refuses it).
+///
+/// The kernel decides, not the spawning thread's affinity mask: that thread may itself be
+/// pinned elsewhere (a benchmark's inserting thread on the other core), and the PMD must still
+/// get its own core. Only a number past the CPU set is refused here, since `core_affinity`
+/// indexes a fixed-size set with it.
+fn pin(core: usize) -> Option<usize> {
+    (core < CPU_SETSIZE && core_affinity::set_for_current(core_affinity::CoreId { id: core }))
         .then_some(core)
 }
 
 impl PmdThreads {
     /// Starts `n` PMD threads; thread `i` is pinned to `cores[i]` when given. Pinning is best
-    /// effort: a core outside the calling thread's affinity mask (or one that does not exist)
-    /// leaves the thread unpinned, which [`PmdThreads::pinned`] and [`PmdStats::pinned`] show.
+    /// effort: a core the process may not run on (or one that does not exist) leaves the
+    /// thread unpinned, which [`PmdThreads::pinned`] and [`PmdStats::pinned`] show.
     /// Returns once every thread polls, so a flow-table change made after this waits for all of
     /// them.
     pub fn spawn(dp: &Arc<Datapath>, n: usize, cores: &[usize], cfg: &PmdConfig) -> PmdThreads {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let allowed: Arc<[usize]> = core_affinity::get_core_ids()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| c.id)
-            .collect();
         let handles = (0..n)
             .map(|i| {
                 let dp = dp.clone();
@@ -1081,11 +1082,10 @@ impl PmdThreads {
                 let stop = stop.clone();
                 let core = cores.get(i).copied();
                 let ready = ready_tx.clone();
-                let allowed = allowed.clone();
                 std::thread::Builder::new()
                     .name(format!("pmd{i}"))
                     .spawn(move || {
-                        let pinned = core.and_then(|c| pin(c, &allowed));
+                        let pinned = core.and_then(pin);
                         let mut pmd = Pmd::new(dp.clone(), i, n, cfg);
                         pmd.stats.pinned = pinned;
                         pmd.shared.running.store(true, Ordering::Release);

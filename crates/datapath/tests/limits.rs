@@ -569,3 +569,19 @@ fn a_change_a_running_pmd_does_not_acknowledge_is_an_error() {
     assert!(matches!(refused, OfDatapathError::Switch(_)), "{refused}");
     assert_eq!(refused.waited(), None);
 }
+
+/// A PMD gets its core even when the thread that spawns it is pinned to another one (as a
+/// benchmark's inserting thread is): the kernel, not the spawner's affinity mask, decides.
+#[test]
+fn a_pmd_is_pinned_even_when_its_spawner_is_pinned_elsewhere() {
+    let ids = core_affinity::get_core_ids().expect("Linux tells a thread's affinity mask");
+    let [a, b, ..] = ids.as_slice() else {
+        eprintln!("one core only: nothing to check");
+        return;
+    };
+    assert!(core_affinity::set_for_current(*a), "pinning the test thread");
+    let r = rig(vec![DpAction::Output(OUT)], 1);
+    let threads = PmdThreads::spawn(&r.dp, 1, &[b.id], &PmdConfig::default());
+    assert_eq!(threads.pinned(), [Some(b.id)]);
+    threads.stop();
+}
