@@ -55,25 +55,7 @@ const NIL: u32 = u32::MAX;
 /// The sentinel at position 0 of every non-empty node array: its first child is the root.
 const SENTINEL: u32 = 0;
 
-/// 32 bytes of atomics (plain loads and stores on x86-64): the prefix in two words, then
-/// `len | count << 32`, then `child[0] | child[1] << 32`.
-#[derive(Debug)]
-pub(crate) struct Node {
-    hi: AtomicU64,
-    lo: AtomicU64,
-    meta: AtomicU64,
-    kids: AtomicU64,
-}
-
-/// A node position not in use.
-const EMPTY: Parts = Parts {
-    bits: 0,
-    len: 0,
-    count: 0,
-    child: [NIL; 2],
-};
-
-/// The parts of a [`Node`], as the writer builds them.
+/// A node as the writer builds it.
 #[derive(Debug, Clone, Copy)]
 struct Parts {
     /// The node's prefix, left-aligned; bits past `len` are zero.
@@ -86,108 +68,187 @@ struct Parts {
     child: [u32; 2],
 }
 
-#[allow(clippy::cast_possible_truncation)] // Splitting words in halves, on purpose.
-impl Node {
-    fn new(p: Parts) -> Node {
-        Node {
-            hi: AtomicU64::new((p.bits >> 64) as u64),
-            lo: AtomicU64::new(p.bits as u64),
-            meta: AtomicU64::new(u64::from(p.len) | u64::from(p.count) << 32),
+/// A node position not in use.
+const EMPTY: Parts = Parts {
+    bits: 0,
+    len: 0,
+    count: 0,
+    child: [NIL; 2],
+};
+
+/// One node in a trie's array. A trie over a field of at most 32 bits (IPv4 addresses) keeps
+/// 16-byte nodes ([`Narrow`]): the prefix's 32 bits, its length and a live flag in one word,
+/// both children in the other. Wider fields keep 32-byte nodes ([`Wide`]): the prefix in two
+/// words, then the length and the live flag, then the children. In both, the meta word has the
+/// length in bits 8-15 and the live flag (some rule has exactly this prefix) in bit 0; readers
+/// need only that flag, the counts are the writer's ([`Trie`]).
+trait Repr: Sized + Send + Sync + std::fmt::Debug {
+    /// A node made of `p` (its live flag from its count).
+    fn new(p: Parts) -> Self;
+    /// The prefix and the meta word (relaxed).
+    fn load(&self) -> (u128, u64);
+    fn meta_word(&self) -> &AtomicU64;
+    fn kids_word(&self) -> &AtomicU64;
+    /// Writer: takes `p` (no walk can reach the node).
+    fn store(&self, p: Parts);
+    /// Writer: a copy (for a new array).
+    fn copy(&self) -> Self;
+}
+
+/// A node of a trie over a field of at most 32 bits (see [`Repr`]).
+#[derive(Debug)]
+struct Narrow {
+    /// The prefix's 32 bits above the length (bits 8-15) and the live flag (bit 0).
+    meta: AtomicU64,
+    kids: AtomicU64,
+}
+
+/// A node of a trie over a wider field (see [`Repr`]).
+#[derive(Debug)]
+struct Wide {
+    hi: AtomicU64,
+    lo: AtomicU64,
+    meta: AtomicU64,
+    kids: AtomicU64,
+}
+
+/// The length and the live flag of `p`, as the meta word has them.
+fn len_live(p: &Parts) -> u64 {
+    u64::from(p.len) << 8 | u64::from(p.count > 0)
+}
+
+#[allow(clippy::cast_possible_truncation)] // The prefix's top 32 bits, on purpose.
+fn narrow_meta(p: &Parts) -> u64 {
+    debug_assert!(
+        p.len <= 32,
+        "a narrow trie holds prefixes of at most 32 bits"
+    );
+    u64::from((p.bits >> 96) as u32) << 32 | len_live(p)
+}
+
+impl Repr for Narrow {
+    fn new(p: Parts) -> Self {
+        Narrow {
+            meta: AtomicU64::new(narrow_meta(&p)),
             kids: AtomicU64::new(pack(p.child)),
         }
     }
 
     #[inline]
-    fn bits(&self) -> u128 {
-        u128::from(self.hi.load(Ordering::Relaxed)) << 64
-            | u128::from(self.lo.load(Ordering::Relaxed))
-    }
-
-    /// `(len, count)`.
-    #[inline]
-    fn meta(&self) -> (u8, u32) {
+    fn load(&self) -> (u128, u64) {
         let m = self.meta.load(Ordering::Relaxed);
-        (m as u8, (m >> 32) as u32)
+        (u128::from(m >> 32) << 96, m)
     }
 
     #[inline]
-    fn len(&self) -> u8 {
-        self.meta().0
+    fn meta_word(&self) -> &AtomicU64 {
+        &self.meta
     }
 
     #[inline]
-    fn count(&self) -> u32 {
-        self.meta().1
+    fn kids_word(&self) -> &AtomicU64 {
+        &self.kids
     }
 
-    /// The children; acquire, so that a child linked since is seen whole.
-    #[inline]
-    fn kids(&self) -> [u32; 2] {
-        let k = self.kids.load(Ordering::Acquire);
-        [k as u32, (k >> 32) as u32]
-    }
-
-    #[inline]
-    fn child(&self, b: usize) -> u32 {
-        self.kids()[b]
-    }
-
-    /// Writer: a node not reachable by any walk takes new contents.
-    fn set(&self, p: Parts) {
-        self.hi.store((p.bits >> 64) as u64, Ordering::Relaxed);
-        self.lo.store(p.bits as u64, Ordering::Relaxed);
-        self.meta.store(
-            u64::from(p.len) | u64::from(p.count) << 32,
-            Ordering::Relaxed,
-        );
+    fn store(&self, p: Parts) {
+        self.meta.store(narrow_meta(&p), Ordering::Relaxed);
         self.kids.store(pack(p.child), Ordering::Relaxed);
     }
 
-    /// Writer: a new count (the length stays).
-    fn set_count(&self, count: u32) {
-        self.meta.store(
-            u64::from(self.len()) | u64::from(count) << 32,
-            Ordering::Relaxed,
-        );
-    }
-
-    /// Writer: links child `b` with a release store (what it points at was written before).
-    fn set_child(&self, b: usize, to: u32) {
-        let mut k = self.kids();
-        k[b] = to;
-        self.kids.store(pack(k), Ordering::Release);
-    }
-
-    /// Links child `b` of a node no reader can see yet (an array being built).
-    fn link_unshared(&mut self, b: usize, to: u32) {
-        let k = self.kids.get_mut();
-        *k = if b == 0 {
-            (*k & !0xffff_ffff) | u64::from(to)
-        } else {
-            (*k & 0xffff_ffff) | u64::from(to) << 32
-        };
-    }
-
-    fn parts(&self) -> Parts {
-        let (len, count) = self.meta();
-        Parts {
-            bits: self.bits(),
-            len,
-            count,
-            child: self.kids(),
+    fn copy(&self) -> Self {
+        Narrow {
+            meta: AtomicU64::new(self.meta.load(Ordering::Relaxed)),
+            kids: AtomicU64::new(self.kids.load(Ordering::Relaxed)),
         }
     }
 }
 
-/// Length of a node array for `live` nodes (and the sentinel) with room for `extra` more, and
-/// for an eighth again as many as there are (a trie that grows past that is laid out again
-/// into a new array: a sequential copy every `live / 16` insertions or so).
-fn array_len(live: usize, extra: usize) -> usize {
-    live + 1 + extra.max(live / 8).max(63)
+#[allow(clippy::cast_possible_truncation)] // Splitting the prefix in halves.
+impl Repr for Wide {
+    fn new(p: Parts) -> Self {
+        Wide {
+            hi: AtomicU64::new((p.bits >> 64) as u64),
+            lo: AtomicU64::new(p.bits as u64),
+            meta: AtomicU64::new(len_live(&p)),
+            kids: AtomicU64::new(pack(p.child)),
+        }
+    }
+
+    #[inline]
+    fn load(&self) -> (u128, u64) {
+        let bits = u128::from(self.hi.load(Ordering::Relaxed)) << 64
+            | u128::from(self.lo.load(Ordering::Relaxed));
+        (bits, self.meta.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    fn meta_word(&self) -> &AtomicU64 {
+        &self.meta
+    }
+
+    #[inline]
+    fn kids_word(&self) -> &AtomicU64 {
+        &self.kids
+    }
+
+    fn store(&self, p: Parts) {
+        self.hi.store((p.bits >> 64) as u64, Ordering::Relaxed);
+        self.lo.store(p.bits as u64, Ordering::Relaxed);
+        self.meta.store(len_live(&p), Ordering::Relaxed);
+        self.kids.store(pack(p.child), Ordering::Relaxed);
+    }
+
+    fn copy(&self) -> Self {
+        Wide {
+            hi: AtomicU64::new(self.hi.load(Ordering::Relaxed)),
+            lo: AtomicU64::new(self.lo.load(Ordering::Relaxed)),
+            meta: AtomicU64::new(self.meta.load(Ordering::Relaxed)),
+            kids: AtomicU64::new(self.kids.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// A trie's node array, of one layout or the other; never resized once shared (a `Vec` so
+/// that the writer builds it in place).
+#[derive(Debug, Clone)]
+enum Arr {
+    Narrow(Arc<Vec<Narrow>>),
+    Wide(Arc<Vec<Wide>>),
+}
+
+/// Runs `$body` with `$v` bound to the array's nodes, whichever their layout.
+macro_rules! with_arr {
+    ($arr:expr, $v:ident => $body:expr) => {
+        match $arr {
+            Arr::Narrow($v) => $body,
+            Arr::Wide($v) => $body,
+        }
+    };
+}
+
+/// `v`'s nodes copied into an array of `len` (the rest unused).
+fn grown<R: Repr>(v: &[R], len: usize) -> Vec<R> {
+    let mut out = Vec::with_capacity(len);
+    out.extend(v.iter().map(Repr::copy));
+    out.resize_with(len.max(v.len()), || R::new(EMPTY));
+    out
+}
+
+/// An array of `len` holding `nodes` first (the rest unused).
+fn built<R: Repr>(nodes: &[Parts], len: usize) -> Vec<R> {
+    let mut out = Vec::with_capacity(len);
+    out.extend(nodes.iter().map(|p| R::new(*p)));
+    out.resize_with(len.max(nodes.len()), || R::new(EMPTY));
+    out
 }
 
 fn pack(k: [u32; 2]) -> u64 {
     u64::from(k[0]) | u64::from(k[1]) << 32
+}
+
+#[allow(clippy::cast_possible_truncation)] // Unpacking halves.
+fn unpack_kids(k: u64) -> [u32; 2] {
+    [k as u32, (k >> 32) as u32]
 }
 
 /// What a lookup learnt about one address.
@@ -249,14 +310,13 @@ impl Walk {
 /// version (see the module documentation).
 #[derive(Debug, Clone)]
 pub(crate) struct TrieView {
-    /// Never resized once shared (a `Vec` so that the writer builds it in place).
-    nodes: Arc<Vec<Node>>,
+    arr: Arr,
 }
 
 impl Default for TrieView {
     fn default() -> Self {
         TrieView {
-            nodes: Arc::new(Vec::new()),
+            arr: Arr::Wide(Arc::new(Vec::new())),
         }
     }
 }
@@ -286,12 +346,37 @@ pub(crate) fn prefix_mask(len: u8) -> u128 {
 impl TrieView {
     /// True if `other` reads the same array.
     pub(crate) fn same(&self, other: &TrieView) -> bool {
-        Arc::ptr_eq(&self.nodes, &other.nodes)
+        match (&self.arr, &other.arr) {
+            (Arr::Narrow(a), Arr::Narrow(b)) => Arc::ptr_eq(a, b),
+            (Arr::Wide(a), Arr::Wide(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// `(bits, len, live)` of node `i`.
+    #[inline]
+    #[allow(clippy::cast_possible_truncation)] // Unpacking the meta word.
+    fn node(&self, i: u32) -> (u128, u8, bool) {
+        let (bits, m) = with_arr!(&self.arr, v => v[i as usize].load());
+        (bits, (m >> 8) as u8, m & 1 != 0)
+    }
+
+    /// The children of node `i`; acquire, so that a child linked since is seen whole.
+    #[inline]
+    fn kids(&self, i: u32) -> [u32; 2] {
+        unpack_kids(with_arr!(&self.arr, v => v[i as usize].kids_word().load(Ordering::Acquire)))
+    }
+
+    /// Number of node positions.
+    fn n_nodes(&self) -> usize {
+        with_arr!(&self.arr, v => v.len())
     }
 
     #[inline]
     fn root(&self) -> u32 {
-        self.nodes.first().map_or(NIL, |s| s.child(0))
+        with_arr!(&self.arr, v => v
+            .first()
+            .map_or(NIL, |s| unpack_kids(s.kids_word().load(Ordering::Acquire))[0]))
     }
 
     /// Walks the trie along `bits` (a left-aligned address of `width` bits) to the end.
@@ -307,47 +392,87 @@ impl TrieView {
     /// the whole depth of the trie.
     #[inline]
     pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
-        if !w.started {
-            w.started = true;
-            w.cur = self.root();
-        }
-        while !w.done && w.m.examined <= upto {
-            if w.cur == NIL {
-                w.done = true;
-                break;
-            }
-            let node = &self.nodes[w.cur as usize];
-            let (len, count) = node.meta();
-            let c = common_len(node.bits(), bits, len);
-            if c < len {
-                w.m.examined = c + 1;
-                w.done = true;
-                break;
-            }
-            if count > 0 && len > 0 {
-                w.m.lens |= 1u128 << (len - 1);
-            }
-            if len >= width {
-                w.m.examined = width;
-                w.done = true;
-                break;
-            }
-            w.m.examined = len + 1;
-            w.cur = node.child(bit(bits, len));
-        }
+        // One loop per node layout.
+        with_arr!(&self.arr, v => advance_in(v, w, bits, width, upto));
     }
 
     /// Bytes of the node array.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.nodes.len() * std::mem::size_of::<Node>()
+        match &self.arr {
+            Arr::Narrow(v) => v.len() * std::mem::size_of::<Narrow>(),
+            Arr::Wide(v) => v.len() * std::mem::size_of::<Wide>(),
+        }
+    }
+
+    /// Writer: node `i` takes `p` (no walk can reach it).
+    fn store(&self, i: u32, p: Parts) {
+        with_arr!(&self.arr, v => v[i as usize].store(p));
+    }
+
+    /// Writer: node `i`'s live flag (its prefix and length stay).
+    fn set_live(&self, i: u32, live: bool) {
+        with_arr!(&self.arr, v => {
+            let w = v[i as usize].meta_word();
+            let m = w.load(Ordering::Relaxed);
+            w.store((m & !1) | u64::from(live), Ordering::Relaxed);
+        });
+    }
+
+    /// Writer: links child `b` of node `i` with a release store (what it points at was
+    /// written before).
+    fn set_child(&self, i: u32, b: usize, to: u32) {
+        let mut k = self.kids(i);
+        k[b] = to;
+        with_arr!(&self.arr, v => v[i as usize].kids_word().store(pack(k), Ordering::Release));
     }
 }
 
-/// The writer's side of one trie: the newest node array (which the spare reads) and where
-/// new nodes go.
+/// [`TrieView::advance`] over nodes of one layout.
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // Unpacking the meta word.
+fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u8) {
+    if !w.started {
+        w.started = true;
+        w.cur = nodes.first().map_or(NIL, |s| {
+            unpack_kids(s.kids_word().load(Ordering::Acquire))[0]
+        });
+    }
+    while !w.done && w.m.examined <= upto {
+        if w.cur == NIL {
+            w.done = true;
+            break;
+        }
+        let node = &nodes[w.cur as usize];
+        let (nb, m) = node.load();
+        let len = (m >> 8) as u8;
+        let c = common_len(nb, bits, len);
+        if c < len {
+            w.m.examined = c + 1;
+            w.done = true;
+            break;
+        }
+        if m & 1 != 0 && len > 0 {
+            w.m.lens |= 1u128 << (len - 1);
+        }
+        if len >= width {
+            w.m.examined = width;
+            w.done = true;
+            break;
+        }
+        w.m.examined = len + 1;
+        w.cur = unpack_kids(node.kids_word().load(Ordering::Acquire))[bit(bits, len)];
+    }
+}
+
+/// The writer's side of one trie: the newest node array (which the spare reads), the count of
+/// rules per node, and where new nodes go.
 #[derive(Debug, Default)]
 pub(crate) struct Trie {
     view: TrieView,
+    /// 16-byte nodes (a field of at most 32 bits), or 32-byte ones.
+    narrow: bool,
+    /// Rules per node position (a node is live in the array while its count is above zero).
+    counts: Vec<u32>,
     /// Nodes free for reuse.
     free: Vec<u32>,
     /// Nodes unlinked while the `u64`-th version was the published one (see
@@ -366,16 +491,14 @@ pub(crate) struct Trie {
 #[cfg(test)]
 impl Clone for Trie {
     fn clone(&self) -> Self {
-        let nodes: Vec<Node> = self
-            .view
-            .nodes
-            .iter()
-            .map(|n| Node::new(n.parts()))
-            .collect();
+        let arr = match &self.view.arr {
+            Arr::Narrow(v) => Arr::Narrow(Arc::new(grown(v, v.len()))),
+            Arr::Wide(v) => Arr::Wide(Arc::new(grown(v, v.len()))),
+        };
         Trie {
-            view: TrieView {
-                nodes: Arc::new(nodes),
-            },
+            view: TrieView { arr },
+            narrow: self.narrow,
+            counts: self.counts.clone(),
             free: self.free.clone(),
             limbo: self.limbo.clone(),
             epoch: self.epoch,
@@ -387,13 +510,40 @@ impl Clone for Trie {
 }
 
 impl Trie {
+    /// An empty trie over a field `width` bits wide (16-byte nodes up to 32 bits).
+    pub(crate) fn new(width: u8) -> Trie {
+        Trie {
+            narrow: width <= 32,
+            ..Trie::default()
+        }
+    }
+
     /// The newest node array, for the version being written.
     pub(crate) fn view(&self) -> &TrieView {
         &self.view
     }
 
-    fn node(&self, i: u32) -> &Node {
-        &self.view.nodes[i as usize]
+    /// Node `i` whole.
+    fn parts(&self, i: u32) -> Parts {
+        let (bits, len, _) = self.view.node(i);
+        Parts {
+            bits,
+            len,
+            count: self.counts[i as usize],
+            child: self.view.kids(i),
+        }
+    }
+
+    fn len_of(&self, i: u32) -> u8 {
+        self.view.node(i).1
+    }
+
+    /// Node `i`'s count becomes `count` (its live flag follows).
+    fn set_count(&mut self, i: u32, count: u32) {
+        let old = std::mem::replace(&mut self.counts[i as usize], count);
+        if (old > 0) != (count > 0) {
+            self.view.set_live(i, count > 0);
+        }
     }
 
     /// Live nodes (prefixes and forks).
@@ -421,7 +571,7 @@ impl Trie {
 
     /// Positions that can take a new node now.
     fn room(&self) -> usize {
-        self.free.len() + self.view.nodes.len().saturating_sub(self.next as usize)
+        self.free.len() + self.view.n_nodes().saturating_sub(self.next as usize)
     }
 
     /// Makes room for `n` new nodes: if there is too little, copies the array as it is (a
@@ -431,23 +581,18 @@ impl Trie {
         if self.room() >= n {
             return;
         }
-        if self.view.nodes.is_empty() {
+        if self.view.n_nodes() == 0 {
             // The first node: an array with the sentinel.
             self.relayout_with_room(n);
             return;
         }
         let used = self.next as usize;
         let len = array_len(used.saturating_sub(1), n);
-        let old = &self.view.nodes;
-        let nodes: Vec<Node> = (0..len)
-            .map(|i| {
-                old.get(i)
-                    .map_or_else(|| Node::new(EMPTY), |o| Node::new(o.parts()))
-            })
-            .collect();
-        self.view = TrieView {
-            nodes: Arc::new(nodes),
+        self.view.arr = match &self.view.arr {
+            Arr::Narrow(v) => Arr::Narrow(Arc::new(grown(v, len))),
+            Arr::Wide(v) => Arr::Wide(Arc::new(grown(v, len))),
         };
+        self.counts.resize(len, 0);
     }
 
     fn alloc(&mut self, p: Parts) -> u32 {
@@ -461,13 +606,14 @@ impl Trie {
                 i
             }
         };
-        self.node(i).set(p);
+        self.counts[i as usize] = p.count;
+        self.view.store(i, p);
         i
     }
 
     /// Links `to` as child `b` of `parent` (the sentinel's child 0 is the root).
     fn set_link(&self, (parent, b): (u32, usize), to: u32) {
-        self.node(parent).set_child(b, to);
+        self.view.set_child(parent, b, to);
     }
 
     /// Adds one rule with prefix `bits` (left-aligned, masked) of length `len`.
@@ -500,22 +646,26 @@ impl Trie {
                 self.set_link(parent, new);
                 return new;
             }
-            let node = self.node(cur).parts();
-            let c = common_len(node.bits, bits, node.len.min(len));
-            if c == node.len {
-                if node.len == len {
-                    self.node(cur).set_count(node.count + n);
+            // The count is the writer's array, read only where it changes: a walk down
+            // reads the node's own words alone.
+            let (nb, nl, _) = self.view.node(cur);
+            let c = common_len(nb, bits, nl.min(len));
+            if c == nl {
+                if nl == len {
+                    let count = self.counts[cur as usize];
+                    self.set_count(cur, count + n);
                     return cur;
                 }
-                let b = bit(bits, node.len);
+                let b = bit(bits, nl);
                 parent = (cur, b);
-                cur = node.child[b];
+                cur = self.view.kids(cur)[b];
                 continue;
             }
+            let node_bits = nb;
             // The new prefix leaves this node's path at bit `c` (or ends at it).
             if c == len {
                 let mut child = [NIL; 2];
-                child[bit(node.bits, len)] = cur;
+                child[bit(node_bits, len)] = cur;
                 let new = self.alloc(Parts {
                     bits,
                     len,
@@ -533,7 +683,7 @@ impl Trie {
             });
             let mut child = [NIL; 2];
             child[bit(bits, c)] = leaf;
-            child[bit(node.bits, c)] = cur;
+            child[bit(node_bits, c)] = cur;
             let fork = self.alloc(Parts {
                 bits: bits & prefix_mask(c),
                 len: c,
@@ -562,9 +712,8 @@ impl Trie {
         let mut path: Vec<u32> = Vec::new();
         for &(bits, len, n) in items {
             while let Some(&top) = path.last() {
-                let node = self.node(top);
-                let nl = node.len();
-                if nl <= len && common_len(node.bits(), bits, nl) == nl {
+                let (nb, nl, _) = self.view.node(top);
+                if nl <= len && common_len(nb, bits, nl) == nl {
                     break;
                 }
                 path.pop();
@@ -572,25 +721,24 @@ impl Trie {
             let (parent, cur) = match path.last() {
                 None => ((SENTINEL, 0), self.view.root()),
                 Some(&p) => {
-                    let node = self.node(p);
-                    let (nl, count) = node.meta();
+                    let nl = self.len_of(p);
                     if nl == len {
-                        node.set_count(count + n);
+                        let c = self.counts[p as usize];
+                        self.set_count(p, c + n);
                         continue;
                     }
                     let b = bit(bits, nl);
-                    ((p, b), node.child(b))
+                    ((p, b), self.view.kids(p)[b])
                 }
             };
             let target = self.insert_at(parent, cur, bits, len, n);
-            let mut at = self.node(parent.0).child(parent.1);
+            let mut at = self.view.kids(parent.0)[parent.1];
             loop {
                 path.push(at);
                 if at == target {
                     break;
                 }
-                let node = self.node(at);
-                at = node.child(bit(bits, node.len()));
+                at = self.view.kids(at)[bit(bits, self.len_of(at))];
             }
         }
     }
@@ -601,9 +749,8 @@ impl Trie {
         let mut path: Vec<(u32, usize)> = vec![(SENTINEL, 0)];
         let mut cur = self.view.root();
         while cur != NIL {
-            let node = self.node(cur);
-            let nl = node.len();
-            if nl > len || common_len(node.bits(), bits, nl) < nl {
+            let (nb, nl, _) = self.view.node(cur);
+            if nl > len || common_len(nb, bits, nl) < nl {
                 return false;
             }
             if nl == len {
@@ -611,25 +758,25 @@ impl Trie {
             }
             let b = bit(bits, nl);
             path.push((cur, b));
-            cur = node.child(b);
+            cur = self.view.kids(cur)[b];
         }
-        if cur == NIL || self.node(cur).count() == 0 {
+        if cur == NIL || self.counts[cur as usize] == 0 {
             return false;
         }
-        let node = self.node(cur);
-        node.set_count(node.count() - 1);
+        let c = self.counts[cur as usize];
+        self.set_count(cur, c - 1);
         // Drop nodes that no longer carry a prefix or a fork, bottom up.
         let mut at = cur;
         loop {
-            let node = self.node(at).parts();
-            if node.count > 0 {
+            if self.counts[at as usize] > 0 {
                 break;
             }
-            let kids: Vec<u32> = node.child.iter().copied().filter(|c| *c != NIL).collect();
-            if kids.len() == 2 {
+            let kids = self.view.kids(at);
+            let (a, b) = (kids[0] != NIL, kids[1] != NIL);
+            if a && b {
                 break;
             }
-            let replacement = kids.first().copied().unwrap_or(NIL);
+            let replacement = if a { kids[0] } else { kids[1] };
             let Some(parent) = path.pop() else {
                 break;
             };
@@ -655,21 +802,21 @@ impl Trie {
     }
 
     /// Writes the trie into a new array in depth-first order (a node's first child right
-    /// after it, small subtrees within a page), with room for as many nodes again.
+    /// after it, small subtrees within a page), with room for an eighth more.
     pub(crate) fn relayout(&mut self) {
         self.relayout_with_room(0);
     }
 
     fn relayout_with_room(&mut self, extra: usize) {
-        let mut nodes: Vec<Node> = Vec::with_capacity(array_len(self.n_live, extra));
-        nodes.push(Node::new(EMPTY));
+        let mut nodes: Vec<Parts> = Vec::with_capacity(self.n_live + 1);
+        nodes.push(EMPTY);
         let mut stack: Vec<(u32, u32, usize)> = Vec::new();
         let root = self.view.root();
         if root != NIL {
             stack.push((root, SENTINEL, 0));
         }
         while let Some((old, parent, side)) = stack.pop() {
-            let node = self.node(old).parts();
+            let node = self.parts(old);
             let new = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
             // Second child first on the stack, so the first child is laid out next.
             for b in [1, 0] {
@@ -677,25 +824,29 @@ impl Trie {
                     stack.push((node.child[b], new, b));
                 }
             }
-            nodes.push(Node::new(Parts {
+            nodes.push(Parts {
                 child: [NIL; 2],
                 ..node
-            }));
-            nodes[parent as usize].link_unshared(side, new);
+            });
+            nodes[parent as usize].child[side] = new;
         }
-        self.install(nodes, extra);
+        self.install(&nodes, extra);
     }
 
     /// Takes `nodes` (the sentinel first, then the live nodes) as the new array, with room for
     /// `extra` more nodes or an eighth again as many as there are ([`array_len`]).
-    fn install(&mut self, mut nodes: Vec<Node>, extra: usize) {
+    fn install(&mut self, nodes: &[Parts], extra: usize) {
         let live = nodes.len() - 1;
-        let used = nodes.len();
-        nodes.resize_with(array_len(live, extra), || Node::new(EMPTY));
-        self.view = TrieView {
-            nodes: Arc::new(nodes),
+        let len = array_len(live, extra);
+        self.view.arr = if self.narrow {
+            Arr::Narrow(Arc::new(built(nodes, len)))
+        } else {
+            Arr::Wide(Arc::new(built(nodes, len)))
         };
-        self.next = u32::try_from(used).expect("fewer than 4G trie nodes");
+        self.counts.clear();
+        self.counts.extend(nodes.iter().map(|p| p.count));
+        self.counts.resize(len, 0);
+        self.next = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
         self.free.clear();
         self.limbo.clear();
         self.n_live = live;
@@ -735,7 +886,7 @@ impl Trie {
             stack.push(root);
         }
         while let Some(at) = stack.pop() {
-            let node = self.node(at).parts();
+            let node = self.parts(at);
             if node.count > 0 && !push(node.bits, node.len, i64::from(node.count)) {
                 return false;
             }
@@ -750,13 +901,12 @@ impl Trie {
             return false;
         }
         // At most two nodes per prefix (a prefix and a fork).
-        let mut nodes: Vec<Node> = Vec::with_capacity(array_len(2 * merged.len(), 0));
-        nodes.push(Node::new(EMPTY));
+        let mut nodes: Vec<Parts> = Vec::with_capacity(2 * merged.len() + 1);
+        nodes.push(EMPTY);
         if !merged.is_empty() {
-            let root = build(&merged, &mut nodes);
-            nodes[0].link_unshared(0, root);
+            nodes[0].child[0] = build(&merged, &mut nodes);
         }
-        self.install(nodes, 0);
+        self.install(&nodes, 0);
         true
     }
 
@@ -774,8 +924,15 @@ impl Trie {
 
     /// Bytes the writer holds besides the node array.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.free.capacity() * 4 + self.limbo.capacity() * 16
+        self.counts.capacity() * 4 + self.free.capacity() * 4 + self.limbo.capacity() * 16
     }
+}
+
+/// Length of a node array for `live` nodes (and the sentinel) with room for `extra` more, and
+/// for an eighth again as many as there are (a trie that grows past that is copied into a
+/// new array: a sequential copy every `live / 16` insertions or so).
+fn array_len(live: usize, extra: usize) -> usize {
+    live + 1 + extra.max(live / 8).max(63)
 }
 
 /// Appends `(bits, len, n)` to `merged` if `n` is positive; false if it is negative.
@@ -791,7 +948,7 @@ fn keep(merged: &mut Vec<(u128, u8, u32)>, bits: u128, len: u8, n: i64) -> bool 
 
 /// Appends to `nodes`, in pre-order, the path-compressed trie of `items` (distinct prefixes
 /// with counts, sorted by `(bits, len)`, not empty), and returns its root.
-fn build(items: &[(u128, u8, u32)], nodes: &mut Vec<Node>) -> u32 {
+fn build(items: &[(u128, u8, u32)], nodes: &mut Vec<Parts>) -> u32 {
     // `lcp[i]`: the longest common prefix of items `i - 1` and `i` (as bit strings of their
     // lengths). A byte each, so the scans below stay in cache where the items would not.
     let mut lcp = vec![0u8; items.len()];
@@ -815,18 +972,18 @@ fn build_range(
     lcp: &[u8],
     lo: usize,
     hi: usize,
-    nodes: &mut Vec<Node>,
+    nodes: &mut Vec<Parts>,
 ) -> u32 {
     let (fb, fl, fc) = items[lo];
     let len = lcp[lo + 1..hi].iter().copied().min().unwrap_or(fl);
     let (count, rest) = if fl == len { (fc, lo + 1) } else { (0, lo) };
     let at = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
-    nodes.push(Node::new(Parts {
+    nodes.push(Parts {
         bits: fb & prefix_mask(len),
         len,
         count,
         child: [NIL; 2],
-    }));
+    });
     if rest < hi {
         // Every item of `rest..hi` is longer than `len`, so bit `len` exists.
         let ones = match lcp[rest + 1..hi].iter().rposition(|l| *l == len) {
@@ -837,7 +994,7 @@ fn build_range(
         for (side, (a, b)) in [(0, (rest, ones)), (1, (ones, hi))] {
             if a < b {
                 let c = build_range(items, lcp, a, b, nodes);
-                nodes[at as usize].link_unshared(side, c);
+                nodes[at as usize].child[side] = c;
             }
         }
     }
@@ -854,7 +1011,12 @@ mod tests {
 
     #[test]
     fn lookup_reports_matching_lengths_and_examined_bits() {
-        let mut t = Trie::default();
+        for width in [32, 128] {
+            lookup_reports_matching_lengths_and_examined_bits_in(Trie::new(width));
+        }
+    }
+
+    fn lookup_reports_matching_lengths_and_examined_bits_in(mut t: Trie) {
         let (b, l) = v4(0x0a00_0000, 8);
         t.insert(b, l);
         let (b2, l2) = v4(0x0a01_0000, 16);
@@ -869,7 +1031,12 @@ mod tests {
 
     #[test]
     fn remove_restores_empty_trie() {
-        let mut t = Trie::default();
+        for width in [32, 128] {
+            remove_restores_empty_trie_in(Trie::new(width));
+        }
+    }
+
+    fn remove_restores_empty_trie_in(mut t: Trie) {
         let ps = [
             v4(0x0a00_0000, 8),
             v4(0x0a01_0000, 16),
@@ -892,7 +1059,7 @@ mod tests {
     /// published versions, that no walk can be on it.
     #[test]
     fn unlinked_nodes_wait_in_limbo_until_reclaimed() {
-        let mut t = Trie::default();
+        let mut t = Trie::new(32);
         for (a, len) in [(0x0a00_0000, 8), (0x0a01_0000, 16), (0x0a01_0200, 24)] {
             let (b, l) = v4(a, len);
             t.insert(b, l);
@@ -939,10 +1106,12 @@ mod tests {
             second in proptest::collection::vec((0u32..64, 1u8..=32, 1u32..3), 0..80),
             sort in proptest::bool::ANY,
             probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
+            narrow in proptest::bool::ANY,
         ) {
+            let width = if narrow { 32 } else { 128 };
             let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
-            let mut a = Trie::default();
-            let mut b = Trie::default();
+            let mut a = Trie::new(width);
+            let mut b = Trie::new(width);
             for (x, len) in &first {
                 let (p, l) = v4(addr(*x), *len);
                 a.insert(p, l);
@@ -991,9 +1160,11 @@ mod tests {
             first in proptest::collection::vec((0u32..64, 1u8..=32), 0..60),
             changes in proptest::collection::vec((0u32..64, 1u8..=32, -2i64..3), 0..60),
             probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
+            narrow in proptest::bool::ANY,
         ) {
+            let width = if narrow { 32 } else { 128 };
             let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
-            let mut a = Trie::default();
+            let mut a = Trie::new(width);
             let mut counts: std::collections::BTreeMap<(u128, u8), i64> = Default::default();
             for (x, len) in &first {
                 let (p, l) = v4(addr(*x), *len);
@@ -1044,10 +1215,11 @@ mod tests {
         fn lookup_random_prefixes_agrees_with_list(
             ops in proptest::collection::vec((0u32..64, 0u8..=32, proptest::bool::ANY), 0..80),
             probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..40),
+            narrow in proptest::bool::ANY,
         ) {
             // Addresses from a small space (high bits from 0..64) so that prefixes overlap.
             let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
-            let mut t = Trie::default();
+            let mut t = Trie::new(if narrow { 32 } else { 128 });
             let mut list: Vec<(u128, u8)> = Vec::new();
             for (a, len, remove) in ops {
                 let len = len.max(1);

@@ -252,7 +252,7 @@ impl<T> Classifier<T> {
             masks_pruned_at: 0,
             valid: Vec::new(),
             valid_next: 0,
-            tries: prefixes.iter().map(|_| Trie::default()).collect(),
+            tries: prefixes.iter().map(|p| Trie::new(p.field.width)).collect(),
             prefixes,
             next_seq: 0,
             n_published: 0,
