@@ -579,7 +579,10 @@ fn a_pmd_is_pinned_even_when_its_spawner_is_pinned_elsewhere() {
         eprintln!("one core only: nothing to check");
         return;
     };
-    assert!(core_affinity::set_for_current(*a), "pinning the test thread");
+    assert!(
+        core_affinity::set_for_current(*a),
+        "pinning the test thread"
+    );
     let r = rig(vec![DpAction::Output(OUT)], 1);
     let threads = PmdThreads::spawn(&r.dp, 1, &[b.id], &PmdConfig::default());
     assert_eq!(threads.pinned(), [Some(b.id)]);
