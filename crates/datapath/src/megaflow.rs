@@ -86,7 +86,7 @@ pub(crate) struct Subtable {
     keys: Vec<u64>,
     /// The flow of every entry.
     flow_of: Vec<FlowId>,
-    /// Hits since the last ranking.
+    /// Hits, halved at each ranking (so that older traffic weighs less).
     pub(crate) hits: u64,
     /// Batches left before [`MegaflowTable::lookup_batch`] compares neighbouring keys here
     /// again, after a batch in which no key agreed with the one before it.

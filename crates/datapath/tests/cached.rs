@@ -349,6 +349,32 @@ fn megaflow_statistics_are_credited_to_rules() {
     );
 }
 
+/// A megaflow that revalidation removes credits its packets to the rule that made it first:
+/// no sweep runs between the packets and the change, yet the rule's counters hold them.
+#[test]
+fn a_megaflow_removed_by_revalidation_credits_its_rule() {
+    let mut r = rig(&["priority=5,udp,actions=output:p2"]);
+    let frames: Vec<Vec<u8>> = (0..40).map(|_| udp(0x0a00_0001, 5, 100)).collect();
+    r.send("p1", &frames);
+    assert_eq!(r.taken()["p2"].len(), 40);
+    assert_eq!(r.pmd.n_megaflows(), 1);
+    // A higher-priority rule over the same packets: the megaflow's decision is stale and it
+    // goes at the next revalidation (the next packet's iteration).
+    r.of.add_flows_text("br0", &["priority=9,udp,actions=output:p3"])
+        .expect("valid");
+    assert_eq!(r.out_ports("p1", &frames[0]), ["p3"]);
+    let dumped = r.of.dump_flows("br0").expect("bridge");
+    let old = dumped
+        .iter()
+        .find(|d| d.entry.priority == 5)
+        .expect("the old rule stays");
+    assert_eq!(old.entry.stats.n_packets, 40);
+    assert_eq!(
+        old.entry.stats.n_bytes,
+        frames.iter().map(|f| f.len() as u64).sum::<u64>()
+    );
+}
+
 #[test]
 fn set_field_and_vlan_actions_rewrite_packets() {
     let mut r = rig(&[
