@@ -576,6 +576,19 @@ impl MegaflowTable {
         Some((st.entry_key(slot.entry as usize), st.mask))
     }
 
+    /// [`MegaflowTable::megaflow`] without copying: writes the flow's key into `key` and
+    /// returns its mask in place.
+    pub fn megaflow_into(&self, id: FlowId, key: &mut FlowKey) -> Option<&FlowKey> {
+        let slot = (*self.slots.get(id as usize)?)?;
+        let st = self.subtable_by_id(slot.subtable)?;
+        let (n, e) = (st.idx.len(), slot.entry as usize);
+        *key = FlowKey::default();
+        for (j, i) in st.idx.iter().enumerate() {
+            key.words[usize::from(*i)] = st.keys[e * n + j];
+        }
+        Some(&st.mask)
+    }
+
     /// Every live flow id.
     pub fn ids(&self) -> impl Iterator<Item = FlowId> + '_ {
         self.slots

@@ -868,25 +868,39 @@ impl Pmd {
         // One projection cache per change: each caches its own groups' values.
         let n_changes = changes.as_ref().map_or(0, Vec::len);
         let mut projs: Vec<Projections> = (0..n_changes).map(|_| Projections::default()).collect();
-        let ids: Vec<FlowId> = self.megaflows.ids().collect();
-        for id in ids {
-            let Some((mkey, mmask)) = self.megaflows.megaflow(id) else {
+        // First the megaflows the changes can concern, each key written into one buffer and
+        // its mask read in place (a key is 360 bytes: copies of every megaflow's key and mask
+        // were most of a revalidation's cost); then their retranslation.
+        let mut stale: Vec<FlowId> = Vec::new();
+        let mut kbuf = FlowKey::default();
+        for id in self.megaflows.ids() {
+            let Some(mmask) = self.megaflows.megaflow_into(id, &mut kbuf) else {
                 continue;
             };
             let Some(f) = self.flows.get(id as usize).and_then(Option::as_ref) else {
                 continue;
             };
+            // Added rules match OpenFlow port numbers (only that change reads the key).
+            kbuf.set_in_port(u32::from(f.of_in_port));
             let need = (mac_changed && f.deps.used_normal)
                 || match &changes {
                     None => true,
                     Some(cs) => cs
                         .iter()
                         .zip(projs.iter_mut())
-                        .any(|(c, proj)| affects(c, f, &mkey, &mmask, proj)),
+                        .any(|(c, proj)| affects(c, f, &kbuf, mmask, proj)),
                 };
-            if !need {
-                continue;
+            if need {
+                stale.push(id);
             }
+        }
+        for id in stale {
+            let Some((mkey, mmask)) = self.megaflows.megaflow(id) else {
+                continue;
+            };
+            let Some(f) = self.flows.get(id as usize).and_then(Option::as_ref) else {
+                continue;
+            };
             self.stats.retranslated += 1;
             let req = UpcallRequest {
                 key: &mkey,
@@ -929,7 +943,8 @@ impl Pmd {
     }
 }
 
-/// Whether `change` can make flow `f` (megaflow `key`/`mask`) stale.
+/// Whether `change` can make flow `f` (megaflow `key`/`mask`, its `in_port` set to the flow's
+/// OpenFlow port number) stale.
 fn affects(
     change: &Change,
     f: &FlowData,
@@ -957,10 +972,8 @@ fn affects(
             if **bridge != *f.bridge || !f.deps.used_table(*table) {
                 return false;
             }
-            // The rules match OpenFlow port numbers.
-            let mut k = *key;
-            k.set_in_port(u32::from(f.of_in_port));
-            rules.overlaps(&k, mask, proj)
+            // `key` has the OpenFlow port number in `in_port` already, as the rules match.
+            rules.overlaps(key, mask, proj)
         }
     }
 }

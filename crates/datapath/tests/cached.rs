@@ -52,9 +52,17 @@ fn mem(name: &str) -> Arc<MemoryNetdev> {
 }
 
 fn rig_with(flows: &[&str], cfg: PmdConfig) -> Rig {
+    rig_of(
+        "add-br br0 -- add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3",
+        flows,
+        cfg,
+    )
+}
+
+/// A rig whose bridge `br0` (ports p1, p2, p3 at least) `vsctl` makes.
+fn rig_of(vsctl: &str, flows: &[&str], cfg: PmdConfig) -> Rig {
     let mut sw = Switch::new();
-    sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3")
-        .expect("valid");
+    sw.vsctl(vsctl).expect("valid");
     let layout: Vec<(String, u32)> = sw
         .ports("br0")
         .expect("bridge")
@@ -347,6 +355,39 @@ fn megaflow_statistics_are_credited_to_rules() {
         udp_rule.entry.stats.n_bytes,
         frames.iter().map(|f| f.len() as u64).sum::<u64>()
     );
+}
+
+/// An added rule that matches `in_port` (an OpenFlow port number, where megaflows hold
+/// datapath port numbers) makes the megaflow of that port's packets stale.
+#[test]
+fn an_added_rule_on_in_port_revalidates_that_ports_megaflow() {
+    let mut r = rig_of(
+        "add-br br0 -- add-port br0 p1 -- set Interface p1 ofport_request=7 \
+         -- add-port br0 p2 -- add-port br0 p3",
+        // The in_port rule's subtable exists already (another port's rule at the same
+        // priority), so adding one there is an `Added` change checked against each megaflow's
+        // key, not a reordering that retranslates every megaflow of the table.
+        &[
+            "priority=5,udp,actions=output:p2",
+            "priority=9,in_port=p3,udp,actions=output:p1",
+        ],
+        PmdConfig::default(),
+    );
+    let sw = r.of.switch();
+    let p1 = sw.layout().port_by_name("p1").expect("p1");
+    assert_ne!(
+        p1.dp_port.map(u64::from),
+        Some(u64::from(p1.ofport)),
+        "the test needs datapath and OpenFlow numbers that differ"
+    );
+    drop(sw);
+    let f = udp(0x0a00_0001, 5, 64);
+    assert_eq!(r.out_ports("p1", &f), ["p2"]);
+    let retranslated = r.pmd.stats().retranslated;
+    r.of.add_flows_text("br0", &["priority=9,in_port=p1,udp,actions=output:p3"])
+        .expect("valid");
+    assert_eq!(r.out_ports("p1", &f), ["p3"]);
+    assert_eq!(r.pmd.stats().retranslated, retranslated + 1);
 }
 
 /// A megaflow that revalidation removes credits its packets to the rule that made it first:
