@@ -20,16 +20,6 @@ use crate::PrefixField;
 /// receive batch); longer slices are looked up in chunks of this size.
 pub const BATCH: usize = 32;
 
-/// Fewest net prefix changes for which a trie is built again rather than changed in place
-/// (smaller in tests, so that the proptests' small batches take both paths).
-const REBUILD_MIN: usize = if cfg!(test) { 4 } else { 64 };
-
-/// True if `changes` prefix changes to a trie of `live` nodes are better made by building the
-/// trie again (an eighth of its size or more).
-fn rebuilds(changes: usize, live: usize) -> bool {
-    changes >= REBUILD_MIN && changes * 8 >= live
-}
-
 /// A change the writer has resolved against the current rules; it cannot fail.
 #[derive(Debug)]
 pub(crate) enum Prim<T> {
@@ -489,26 +479,21 @@ impl<T> RuleSet<T> {
             );
             gone.clear();
             gone.extend(published.last_nets[t].iter().filter(|n| n.2 < 0));
-            if !gone.is_empty() {
-                if rebuilds(gone.len(), trie.n_live()) {
-                    let ok = trie.rebuild_with(&gone);
-                    debug_assert!(ok, "trie out of sync");
-                } else {
-                    for &(bits, len, net) in &gone {
-                        for _ in 0..net.unsigned_abs() {
-                            let found = trie.remove(bits, len);
-                            debug_assert!(found, "trie out of sync");
-                        }
-                    }
-                    trie.maybe_relayout();
-                }
-            }
-            if !self.tries[t].same(trie.view()) {
-                self.tries[t] = trie.view().clone();
-            }
+            let ok = trie.apply(&gone);
+            debug_assert!(ok, "trie out of sync");
         }
+        self.take_tries(tries);
         for nets in &mut self.last_nets {
             nets.clear();
+        }
+    }
+
+    /// Reads the tries' newest arrays from here on (the writer's, see [`crate::trie`]).
+    fn take_tries(&mut self, tries: &[Trie]) {
+        for (view, trie) in self.tries.iter_mut().zip(tries) {
+            if !view.same(trie.view()) {
+                *view = trie.view().clone();
+            }
         }
     }
 
@@ -578,15 +563,10 @@ impl<T> RuleSet<T> {
     }
 
     /// Nets the batch's trie changes out in prefix order and adds the prefixes whose count
-    /// rose to the shared tries; the net changes are kept, and the removals among them wait
-    /// for the replay ([`RuleSet::replay`]).
-    ///
-    /// A trie that a batch adds at least an eighth of its size to is built again from its
-    /// merged prefix list ([`Trie::rebuild_with`]): sequential work over the whole trie, but no
-    /// walk per prefix and no later re-layout. Smaller changes walk from a finger
-    /// ([`Trie::insert_sorted`]), which costs little when the prefixes are close together.
+    /// rose to the shared tries ([`Trie::apply`]); the net changes are kept, and the removals
+    /// among them wait for the replay ([`RuleSet::replay`]).
     fn apply_trie_pending(&mut self, tries: &mut [Trie]) {
-        let mut adds: Vec<(u128, u8, u32)> = Vec::new();
+        let mut adds: Vec<(u128, u8, i64)> = Vec::new();
         for (t, trie) in tries.iter_mut().enumerate() {
             let pending = &mut self.trie_pending[t];
             let nets = &mut self.last_nets[t];
@@ -604,28 +584,11 @@ impl<T> RuleSet<T> {
             }
             nets.retain(|n| n.2 != 0);
             adds.clear();
-            adds.extend(
-                nets.iter()
-                    .filter(|n| n.2 > 0)
-                    .map(|n| (n.0, n.1, u32::try_from(n.2).unwrap_or(u32::MAX))),
-            );
-            if adds.is_empty() {
-                continue;
-            }
-            if rebuilds(adds.len(), trie.n_live()) {
-                let ups: Vec<(u128, u8, i64)> = nets.iter().filter(|n| n.2 > 0).copied().collect();
-                let ok = trie.rebuild_with(&ups);
-                debug_assert!(ok, "trie out of sync");
-            } else {
-                trie.insert_sorted(&adds);
-                trie.maybe_relayout();
-            }
+            adds.extend(nets.iter().filter(|n| n.2 > 0));
+            let ok = trie.apply(&adds);
+            debug_assert!(ok, "trie out of sync");
         }
-        for (view, trie) in self.tries.iter_mut().zip(tries.iter()) {
-            if !view.same(trie.view()) {
-                *view = trie.view().clone();
-            }
-        }
+        self.take_tries(tries);
     }
 
     /// Approximate bytes held by this version's tables (arenas, and the tries, cells and

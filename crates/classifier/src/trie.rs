@@ -55,6 +55,11 @@ const NIL: u32 = u32::MAX;
 /// The sentinel at position 0 of every non-empty node array: its first child is the root.
 const SENTINEL: u32 = 0;
 
+/// Fewest net prefix changes for which [`Trie::apply`] builds the trie again rather than
+/// changing it in place (smaller in tests, so that the proptests' small batches take both
+/// paths).
+const REBUILD_MIN: usize = if cfg!(test) { 4 } else { 64 };
+
 /// A node as the writer builds it.
 #[derive(Debug, Clone, Copy)]
 struct Parts {
@@ -216,6 +221,24 @@ enum Arr {
     Wide(Arc<Vec<Wide>>),
 }
 
+impl Arr {
+    /// A copy of the array in a new one of `len` nodes (the rest unused).
+    fn grown(&self, len: usize) -> Arr {
+        match self {
+            Arr::Narrow(v) => Arr::Narrow(Arc::new(grown(v, len))),
+            Arr::Wide(v) => Arr::Wide(Arc::new(grown(v, len))),
+        }
+    }
+}
+
+/// The root of a node array (the sentinel's first child), NIL if the array is empty.
+#[inline]
+fn root_of<R: Repr>(nodes: &[R]) -> u32 {
+    nodes.first().map_or(NIL, |s| {
+        unpack_kids(s.kids_word().load(Ordering::Acquire))[0]
+    })
+}
+
 /// Runs `$body` with `$v` bound to the array's nodes, whichever their layout.
 macro_rules! with_arr {
     ($arr:expr, $v:ident => $body:expr) => {
@@ -374,9 +397,7 @@ impl TrieView {
 
     #[inline]
     fn root(&self) -> u32 {
-        with_arr!(&self.arr, v => v
-            .first()
-            .map_or(NIL, |s| unpack_kids(s.kids_word().load(Ordering::Acquire))[0]))
+        with_arr!(&self.arr, v => root_of(v))
     }
 
     /// Walks the trie along `bits` (a left-aligned address of `width` bits) to the end.
@@ -433,9 +454,7 @@ impl TrieView {
 fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u8) {
     if !w.started {
         w.started = true;
-        w.cur = nodes.first().map_or(NIL, |s| {
-            unpack_kids(s.kids_word().load(Ordering::Acquire))[0]
-        });
+        w.cur = root_of(nodes);
     }
     while !w.done && w.m.examined <= upto {
         if w.cur == NIL {
@@ -491,12 +510,10 @@ pub(crate) struct Trie {
 #[cfg(test)]
 impl Clone for Trie {
     fn clone(&self) -> Self {
-        let arr = match &self.view.arr {
-            Arr::Narrow(v) => Arr::Narrow(Arc::new(grown(v, v.len()))),
-            Arr::Wide(v) => Arr::Wide(Arc::new(grown(v, v.len()))),
-        };
         Trie {
-            view: TrieView { arr },
+            view: TrieView {
+                arr: self.view.arr.grown(self.view.n_nodes()),
+            },
             narrow: self.narrow,
             counts: self.counts.clone(),
             free: self.free.clone(),
@@ -547,7 +564,8 @@ impl Trie {
     }
 
     /// Live nodes (prefixes and forks).
-    pub(crate) fn n_live(&self) -> usize {
+    #[cfg(test)]
+    fn n_live(&self) -> usize {
         self.n_live
     }
 
@@ -588,10 +606,7 @@ impl Trie {
         }
         let used = self.next as usize;
         let len = array_len(used.saturating_sub(1), n);
-        self.view.arr = match &self.view.arr {
-            Arr::Narrow(v) => Arr::Narrow(Arc::new(grown(v, len))),
-            Arr::Wide(v) => Arr::Wide(Arc::new(grown(v, len))),
-        };
+        self.view.arr = self.view.arr.grown(len);
         self.counts.resize(len, 0);
     }
 
@@ -661,11 +676,10 @@ impl Trie {
                 cur = self.view.kids(cur)[b];
                 continue;
             }
-            let node_bits = nb;
             // The new prefix leaves this node's path at bit `c` (or ends at it).
             if c == len {
                 let mut child = [NIL; 2];
-                child[bit(node_bits, len)] = cur;
+                child[bit(nb, len)] = cur;
                 let new = self.alloc(Parts {
                     bits,
                     len,
@@ -683,7 +697,7 @@ impl Trie {
             });
             let mut child = [NIL; 2];
             child[bit(bits, c)] = leaf;
-            child[bit(node_bits, c)] = cur;
+            child[bit(nb, c)] = cur;
             let fork = self.alloc(Parts {
                 bits: bits & prefix_mask(c),
                 len: c,
@@ -695,11 +709,50 @@ impl Trie {
         }
     }
 
+    /// Applies `changes` (net count changes per prefix, sorted by `(bits, len)`, each prefix
+    /// once): a trie changed by an eighth of its size or more is built again from its merged
+    /// prefix list ([`Trie::rebuild_with`]: sequential work over the whole trie, but no walk per
+    /// prefix and no later re-layout); smaller changes are made in place, the removals one by
+    /// one and the additions from a finger ([`Trie::insert_sorted`], which costs little when the
+    /// prefixes are close together), and may lay the trie out again. Returns `false` if a
+    /// removal finds no such prefix (an internal inconsistency the caller reports).
+    pub(crate) fn apply(&mut self, changes: &[(u128, u8, i64)]) -> bool {
+        if changes.is_empty() {
+            return true;
+        }
+        if changes.len() >= REBUILD_MIN && changes.len() * 8 >= self.n_live {
+            return self.rebuild_with(changes);
+        }
+        if let [(bits, len, net)] = *changes {
+            if net > 0 {
+                // One prefix (a single-rule commit): no list to make.
+                self.insert_sorted(&[(bits, len, u32::try_from(net).unwrap_or(u32::MAX))]);
+                self.maybe_relayout();
+                return true;
+            }
+        }
+        let mut ok = true;
+        let mut adds: Vec<(u128, u8, u32)> = Vec::new();
+        for &(bits, len, net) in changes {
+            if net > 0 {
+                adds.push((bits, len, u32::try_from(net).unwrap_or(u32::MAX)));
+            }
+            for _ in 0..(-net).max(0) {
+                ok &= self.remove(bits, len);
+            }
+        }
+        if !adds.is_empty() {
+            self.insert_sorted(&adds);
+        }
+        self.maybe_relayout();
+        ok
+    }
+
     /// Adds `n` rules for each `(bits, len, n)` of `items`, which should be sorted by
     /// `(bits, len)`: each insertion then starts from the deepest node of the previous
     /// insertion's path that is a prefix of the new one (a finger), instead of the root, so
     /// a sorted batch costs about one node step per prefix. Correct in any order.
-    pub(crate) fn insert_sorted(&mut self, items: &[(u128, u8, u32)]) {
+    fn insert_sorted(&mut self, items: &[(u128, u8, u32)]) {
         self.reserve(2 * items.len());
         if let [(bits, len, n)] = *items {
             // One prefix (a single-rule commit): no finger to keep.
@@ -745,7 +798,7 @@ impl Trie {
 
     /// Removes one rule with prefix `bits` of length `len`. Returns `false` if there is
     /// none (an internal inconsistency the caller reports). Nodes it unlinks wait in limbo.
-    pub(crate) fn remove(&mut self, bits: u128, len: u8) -> bool {
+    fn remove(&mut self, bits: u128, len: u8) -> bool {
         let mut path: Vec<(u32, usize)> = vec![(SENTINEL, 0)];
         let mut cur = self.view.root();
         while cur != NIL {
@@ -795,7 +848,7 @@ impl Trie {
     /// Lays the trie out again, in a new array, once a quarter of the nodes changed since
     /// the last time, so that a walk touches few cache lines and pages. Amortised O(1) per
     /// change.
-    pub(crate) fn maybe_relayout(&mut self) {
+    fn maybe_relayout(&mut self) {
         if self.n_changes >= 64 && self.n_changes * 4 >= self.n_live {
             self.relayout();
         }
@@ -803,7 +856,7 @@ impl Trie {
 
     /// Writes the trie into a new array in depth-first order (a node's first child right
     /// after it, small subtrees within a page), with room for an eighth more.
-    pub(crate) fn relayout(&mut self) {
+    fn relayout(&mut self) {
         self.relayout_with_room(0);
     }
 
@@ -860,7 +913,7 @@ impl Trie {
     /// (a few cache misses) each. The result is the same trie (path-compressed tries are
     /// canonical). Returns `false`, and leaves the trie unchanged, if a change would take a
     /// prefix's count below zero (an internal inconsistency the caller reports).
-    pub(crate) fn rebuild_with(&mut self, changes: &[(u128, u8, i64)]) -> bool {
+    fn rebuild_with(&mut self, changes: &[(u128, u8, i64)]) -> bool {
         let mut merged: Vec<(u128, u8, u32)> = Vec::with_capacity(self.n_live + changes.len());
         let mut changes = changes.iter().peekable();
         let mut push = |bits: u128, len: u8, mut n: i64| -> bool {
