@@ -150,7 +150,7 @@ impl Datapath {
     /// Milliseconds since the datapath was made (or as set, on a manual clock).
     pub fn now_ms(&self) -> u64 {
         match &self.clock {
-            Clock::Real(epoch) => u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX),
+            Clock::Real(epoch) => duration_ms(epoch.elapsed()),
             Clock::Manual(ms) => ms.load(Ordering::Acquire),
         }
     }
