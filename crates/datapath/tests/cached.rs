@@ -4,10 +4,12 @@
 //! property tests that the caches agree with a full translation: the same frames, byte for
 //! byte and copy for copy, out of the same ports.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
+use datapath::netdev::memory::MemoryNetdev;
 use datapath::ofproto::OfDatapath;
 use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
 use datapath::{
@@ -40,15 +42,7 @@ struct Rig {
 }
 
 fn mem(name: &str) -> Arc<MemoryNetdev> {
-    Arc::new(MemoryNetdev::new(
-        name,
-        MemoryConfig {
-            n_rxq: 1,
-            n_txq: 1,
-            rxq_len: 4096,
-            txq_len: 4096,
-        },
-    ))
+    Arc::new(MemoryNetdev::new(name, common::queues(1, 1)))
 }
 
 fn rig_with(flows: &[&str], cfg: PmdConfig) -> Rig {
@@ -841,22 +835,11 @@ fn two_pmd_threads_share_the_rx_queues() {
     let mut sw = Switch::new();
     sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2")
         .expect("valid");
-    let dp_of = |sw: &Switch, n: &str| {
-        sw.layout()
-            .port_by_name(n)
-            .and_then(|p| p.dp_port)
-            .expect("port")
-    };
-    let (d1, d2) = (dp_of(&sw, "p1"), dp_of(&sw, "p2"));
+    let (d1, d2) = (common::dp_port(&sw, "p1"), common::dp_port(&sw, "p2"));
     let of = OfDatapath::new(sw);
     of.add_flows_text("br0", &["in_port=p1,actions=output:p2"])
         .expect("valid");
-    let cfg = MemoryConfig {
-        n_rxq: 2,
-        n_txq: 2,
-        rxq_len: 4096,
-        txq_len: 4096,
-    };
+    let cfg = common::queues(2, 2);
     let p1 = Arc::new(MemoryNetdev::new("p1", cfg));
     let p2 = Arc::new(MemoryNetdev::new("p2", cfg));
     for (n, p) in [(d1, &p1), (d2, &p2)] {

@@ -5,12 +5,14 @@
 //! Time moves only when a test says so: the datapaths here run on a manual clock
 //! ([`Datapath::with_manual_clock`]), and no test asserts a speed.
 
+mod common;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use datapath::dpif::{AckTimeout, ACK_TIMEOUT};
-use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
+use datapath::netdev::memory::MemoryNetdev;
 use datapath::ofproto::{OfDatapath, OfDatapathError};
 use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
 use datapath::{
@@ -72,15 +74,7 @@ struct Rig {
 }
 
 fn mem(name: &str, n_rxq: usize) -> Arc<MemoryNetdev> {
-    Arc::new(MemoryNetdev::new(
-        name,
-        MemoryConfig {
-            n_rxq,
-            n_txq: 2,
-            rxq_len: 4096,
-            txq_len: 4096,
-        },
-    ))
+    Arc::new(MemoryNetdev::new(name, common::queues(n_rxq, 2)))
 }
 
 fn rig(actions: Vec<DpAction>, n_rxq_a: usize) -> Rig {
@@ -412,13 +406,7 @@ fn at_the_megaflow_limit_packets_sharing_a_translation_are_credited_to_its_rule(
     let mut sw = pipeline::switch::Switch::new();
     sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2")
         .expect("valid");
-    let dp_of = |sw: &pipeline::switch::Switch, n: &str| {
-        sw.layout()
-            .port_by_name(n)
-            .and_then(|p| p.dp_port)
-            .expect("port")
-    };
-    let (d1, d2) = (dp_of(&sw, "p1"), dp_of(&sw, "p2"));
+    let (d1, d2) = (common::dp_port(&sw, "p1"), common::dp_port(&sw, "p2"));
     let of = OfDatapath::new(sw);
     of.add_flows_text("br0", &["udp,actions=output:p2"])
         .expect("valid");

@@ -1,6 +1,8 @@
 //! Steady state allocates nothing: replay → null and memory rx/tx loops, counted with a
 //! global allocator that counts allocations made by this test's thread.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -103,8 +105,7 @@ fn pmd_steady_state_allocates_nothing() {
     let mut sw = Switch::new();
     sw.vsctl("add-br br0 -- add-port br0 p0 -- add-port br0 p1 -- add-port br0 p2")
         .unwrap();
-    let dp_of = |n: &str| sw.layout().port_by_name(n).and_then(|p| p.dp_port).unwrap();
-    let (p0, p1, p2) = (dp_of("p0"), dp_of("p1"), dp_of("p2"));
+    let [p0, p1, p2] = ["p0", "p1", "p2"].map(|n| common::dp_port(&sw, n));
     let of = OfDatapath::new(sw);
     // Single outputs (whole-batch handoff), a rewrite and a copy to two ports.
     of.add_flows_text(

@@ -3,10 +3,12 @@
 //! or per output and emitted once"), whether the packets come through an upcall or the caches,
 //! go to one port or to several interleaved, or are copied to several ports.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use datapath::netdev::memory::{MemoryConfig, MemoryNetdev};
+use datapath::netdev::memory::MemoryNetdev;
 use datapath::netdev::Netdev;
 use datapath::ofproto::OfDatapath;
 use datapath::{Batch, DpPort, Pmd, PmdConfig, Pool, QueueStats, BATCH_SIZE};
@@ -23,15 +25,7 @@ struct CountingNetdev {
 impl CountingNetdev {
     fn new(name: &str) -> CountingNetdev {
         CountingNetdev {
-            inner: MemoryNetdev::new(
-                name,
-                MemoryConfig {
-                    n_rxq: 1,
-                    n_txq: 1,
-                    rxq_len: 4096,
-                    txq_len: 4096,
-                },
-            ),
+            inner: MemoryNetdev::new(name, common::queues(1, 1)),
             n_sends: AtomicUsize::new(0),
         }
     }
@@ -90,13 +84,7 @@ fn rig(flows: &[&str]) -> (Pmd, [Arc<CountingNetdev>; 3]) {
     let mut sw = Switch::new();
     sw.vsctl("add-br br0 -- add-port br0 p1 -- add-port br0 p2 -- add-port br0 p3")
         .expect("valid");
-    let dp_of = |n: &str| {
-        sw.layout()
-            .port_by_name(n)
-            .and_then(|p| p.dp_port)
-            .expect("the port has a datapath number")
-    };
-    let numbers = [dp_of("p1"), dp_of("p2"), dp_of("p3")];
+    let numbers = ["p1", "p2", "p3"].map(|n| common::dp_port(&sw, n));
     let of = OfDatapath::new(sw);
     of.add_flows_text("br0", flows).expect("valid flows");
     let ports = ["p1", "p2", "p3"].map(|n| Arc::new(CountingNetdev::new(n)));
