@@ -716,29 +716,9 @@ proptest! {
     }
 }
 
-/// A translator whose megaflows match the IPv4 source exactly: every new source is a miss.
-#[derive(Debug)]
-struct PerSource;
-
-impl Upcall for PerSource {
-    fn translate(&self, _req: &UpcallRequest<'_>) -> Result<Translation, UpcallError> {
-        let mut mask = FlowKey::default();
-        for f in [fields::IN_PORT, fields::DL_TYPE, fields::NW_SRC] {
-            mask.set(f, u128::MAX);
-        }
-        Ok(Translation {
-            actions: vec![DpAction::Output(2)],
-            mask,
-            bridge: Arc::from("br0"),
-            of_in_port: 1,
-            deps: XlateDeps::default(),
-        })
-    }
-}
-
 #[test]
 fn a_storm_of_new_flows_costs_counted_drops_not_established_packets() {
-    let dp = Datapath::new(Arc::new(PerSource));
+    let dp = Datapath::new(Arc::new(common::PerSource(vec![DpAction::Output(2)])));
     let (p1, p2) = (mem("p1"), mem("p2"));
     for (n, p) in [(1, &p1), (2, &p2)] {
         dp.add_port(DpPort {

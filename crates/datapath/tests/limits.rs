@@ -14,15 +14,12 @@ use std::time::Duration;
 use datapath::dpif::{AckTimeout, ACK_TIMEOUT};
 use datapath::netdev::memory::MemoryNetdev;
 use datapath::ofproto::{OfDatapath, OfDatapathError};
-use datapath::upcall::{Translation, Upcall, UpcallError, UpcallRequest};
 use datapath::{
     BufClass, Datapath, DpPort, DropReason, Netdev, Pmd, PmdConfig, PmdStats, PmdThreads,
     PoolConfig,
 };
 use packet::builder::PacketBuilder;
-use packet::key::{fields, FlowKey};
 use pipeline::odp::DpAction;
-use pipeline::xlate::XlateDeps;
 
 /// Datapath port numbers of the rigs.
 const A: u32 = 1;
@@ -43,27 +40,6 @@ fn src_of(frame: &[u8]) -> u32 {
     u32::from_be_bytes([frame[26], frame[27], frame[28], frame[29]])
 }
 
-/// A translator whose megaflows match the ingress port and the IPv4 source exactly (every new
-/// source is a miss), with the same actions for all.
-#[derive(Debug)]
-struct PerSource(Vec<DpAction>);
-
-impl Upcall for PerSource {
-    fn translate(&self, _req: &UpcallRequest<'_>) -> Result<Translation, UpcallError> {
-        let mut mask = FlowKey::default();
-        for f in [fields::IN_PORT, fields::DL_TYPE, fields::NW_SRC] {
-            mask.set(f, u128::MAX);
-        }
-        Ok(Translation {
-            actions: self.0.clone(),
-            mask,
-            bridge: Arc::from("br0"),
-            of_in_port: 1,
-            deps: XlateDeps::default(),
-        })
-    }
-}
-
 /// Ports A and B (with `n_rxq_a` and 1 rx queues) and OUT (2 tx queues, one per PMD of the
 /// two-PMD tests), on a manual clock, translating with `actions`.
 struct Rig {
@@ -78,7 +54,7 @@ fn mem(name: &str, n_rxq: usize) -> Arc<MemoryNetdev> {
 }
 
 fn rig(actions: Vec<DpAction>, n_rxq_a: usize) -> Rig {
-    let dp = Datapath::with_manual_clock(Arc::new(PerSource(actions)));
+    let dp = Datapath::with_manual_clock(Arc::new(common::PerSource(actions)));
     let (a, b, out) = (mem("a", n_rxq_a), mem("b", 1), mem("out", 1));
     for (n, p) in [(A, &a), (B, &b), (OUT, &out)] {
         dp.add_port(DpPort {
