@@ -708,6 +708,15 @@ fn commit_concurrent_readers_never_see_partial_batch() {
     assert_eq!(cls.len(), 1 + N_OTHERS as usize);
 }
 
+/// The generation a snapshot holds: the payload of the marker rule (1.0.0.0/8) that every
+/// batch of the reader-thread tests modifies.
+fn marker_generation(snap: &crate::Snapshot<'_, u64>) -> u64 {
+    *snap
+        .lookup(&v4_packet(0x0100_0001), None)
+        .expect("marker rule is always present")
+        .payload()
+}
+
 /// Two reader threads, each running the check `make(r)` gives it over and over until `done`;
 /// each returns how many times it ran.
 fn run_readers<F>(
@@ -784,10 +793,7 @@ fn check_buried_or_reused_cells(wide: bool) {
     let readers = run_readers(&cls, &done, |_| {
         move |reader: &crate::Reader<u64>| {
             let snap = reader.snapshot();
-            let gen = *snap
-                .lookup(&v4_packet(0x0100_0001), None)
-                .expect("marker rule is always present")
-                .payload();
+            let gen = marker_generation(&snap);
             for set in gen..gen + 4 {
                 let keys: Vec<FlowKey> = (0..K).map(|i| v4_packet(addr(set, i))).collect();
                 let mut out = vec![None; keys.len()];
@@ -846,13 +852,7 @@ fn commit_concurrent_readers_see_whole_tables_while_cells_grow() {
         let mut rng = SmallRng::seed_from_u64(r);
         move |reader: &crate::Reader<u64>| {
             let snap = reader.snapshot();
-            let now = u32::try_from(
-                *snap
-                    .lookup(&v4_packet(0x0100_0001), None)
-                    .expect("marker rule is always present")
-                    .payload(),
-            )
-            .unwrap();
+            let now = u32::try_from(marker_generation(&snap)).unwrap();
             let keys: Vec<(u32, u32)> = (0..32)
                 .map(|_| (rng.gen_range(1..=now + 2), rng.gen_range(0..ADD)))
                 .collect();
@@ -1162,13 +1162,7 @@ fn commit_concurrent_readers_keep_the_wildcard_contract_while_tries_change() {
         let (sets, cands) = (sets.clone(), cands.clone());
         move |reader: &crate::Reader<u64>| {
             let snap = reader.snapshot();
-            let gen = usize::try_from(
-                *snap
-                    .lookup(&v4_packet(0x0100_0001), None)
-                    .expect("marker rule is always present")
-                    .payload(),
-            )
-            .unwrap();
+            let gen = usize::try_from(marker_generation(&snap)).unwrap();
             for _ in 0..8 {
                 let near = cands[rng.gen_range(0..N_CAND)].0;
                 let dst = near ^ (rng.gen::<u32>() >> rng.gen_range(8..32));
