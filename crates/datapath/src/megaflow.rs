@@ -246,12 +246,18 @@ impl Subtable {
 
     /// The masked key of entry `e` as a full key.
     fn entry_key(&self, e: usize) -> FlowKey {
-        let n = self.idx.len();
         let mut k = FlowKey::default();
-        for (j, i) in self.idx.iter().enumerate() {
-            k.words[usize::from(*i)] = self.keys[e * n + j];
-        }
+        self.entry_key_into(e, &mut k);
         k
+    }
+
+    /// [`Subtable::entry_key`] written into `key` (every word outside the mask zeroed).
+    fn entry_key_into(&self, e: usize, key: &mut FlowKey) {
+        let n = self.idx.len();
+        *key = FlowKey::default();
+        for (j, i) in self.idx.iter().enumerate() {
+            key.words[usize::from(*i)] = self.keys[e * n + j];
+        }
     }
 
     /// Removes entry `e`; returns the flow whose entry moved into `e`'s place, if any.
@@ -581,11 +587,7 @@ impl MegaflowTable {
     pub fn megaflow_into(&self, id: FlowId, key: &mut FlowKey) -> Option<&FlowKey> {
         let slot = (*self.slots.get(id as usize)?)?;
         let st = self.subtable_by_id(slot.subtable)?;
-        let (n, e) = (st.idx.len(), slot.entry as usize);
-        *key = FlowKey::default();
-        for (j, i) in st.idx.iter().enumerate() {
-            key.words[usize::from(*i)] = st.keys[e * n + j];
-        }
+        st.entry_key_into(slot.entry as usize, key);
         Some(&st.mask)
     }
 
