@@ -556,8 +556,7 @@ impl<T> RuleSet<T> {
             if plen == 0 {
                 continue;
             }
-            let bits =
-                (r.field_value(pf.field) << (128 - u32::from(pf.field.width))) & prefix_mask(plen);
+            let bits = prefix_bits(r, pf, plen);
             self.trie_pending[t].push((bits, plen, if add { 1 } else { -1 }));
         }
     }
@@ -618,6 +617,11 @@ impl<T> RuleSet<T> {
         }
         n
     }
+}
+
+/// Rule `r`'s prefix of `plen` bits on prefix field `pf`, left-aligned.
+pub(crate) fn prefix_bits<T>(r: &Rule<T>, pf: &PrefixField, plen: u8) -> u128 {
+    (r.field_value(pf.field) << (128 - u32::from(pf.field.width))) & prefix_mask(plen)
 }
 
 /// Sorts trie changes by `(prefix, length)`. A prefix of a field at most 48 bits wide sits in

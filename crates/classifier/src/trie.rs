@@ -804,6 +804,22 @@ impl Trie {
         }
     }
 
+    /// Loads the words an insertion of a prefix of `len` bits (`bits()`) reads first (its
+    /// [`Jump`] entry and that node) and returns a word made of them, so that a caller can
+    /// issue the loads of several tries before any insertion waits on them. Without a table
+    /// (a trie rebuilt by a batch) it does nothing and does not call `bits`.
+    #[inline]
+    pub(crate) fn warm(&self, len: u8, bits: impl FnOnce() -> u128) -> u64 {
+        if self.jump.at.is_empty() {
+            return 0;
+        }
+        self.jump.start(bits(), len).map_or(0, |j| {
+            with_arr!(&self.view.arr, v => v.get(j as usize).map_or(0, |n| {
+                n.load().1 ^ n.kids_word().load(Ordering::Relaxed)
+            }))
+        })
+    }
+
     /// Where an insertion of prefix `bits`/`len` starts: `Ok` with the node that already has
     /// exactly this prefix, or `Err` with the link and the node to walk down from ([`Jump`]'s
     /// node's child on the prefix's side, or the root).

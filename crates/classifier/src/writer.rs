@@ -533,6 +533,7 @@ impl<T> Classifier<T> {
             stats: Arc::default(),
             payload,
         };
+        self.warm_tries(&probe);
         let old = if known_new {
             debug_assert!(
                 self.spare_mut()
@@ -560,6 +561,21 @@ impl<T> Classifier<T> {
                 Prim::Insert(Arc::new(probe))
             }
         }
+    }
+
+    /// Loads what the insertion of `r`'s prefixes will read first in each trie (see
+    /// [`Trie::warm`]), so that those cache misses overlap the subtable's instead of following
+    /// them at the publication.
+    #[inline]
+    fn warm_tries(&self, r: &Rule<T>) {
+        let plens = r.mask.trie_plens;
+        let mut x = 0;
+        for ((trie, pf), &plen) in self.tries.iter().zip(self.prefixes.iter()).zip(&plens) {
+            if plen > 0 {
+                x ^= trie.warm(plen, || crate::ruleset::prefix_bits(r, pf, plen));
+            }
+        }
+        std::hint::black_box(x);
     }
 
     fn prim_modify(
