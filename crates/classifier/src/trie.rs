@@ -560,23 +560,12 @@ impl Jump {
         width: u8,
         node: impl Fn(u32) -> (u128, u8, [u32; 2]),
     ) -> Jump {
-        if live < JUMP_MIN || root == NIL {
+        if root == NIL {
             return Jump::default();
         }
         let (rb, rl, _) = node(root);
-        let want = u8::try_from(usize::BITS - (live / 4).leading_zeros()).unwrap_or(JUMP_MAX_BITS);
-        let k = want
-            .min(JUMP_MAX_BITS)
-            .min(width.saturating_sub(rl))
-            .min(127u8.saturating_sub(rl));
-        if k == 0 {
+        let Some(mut j) = Jump::sized(rb, rl, live, width) else {
             return Jump::default();
-        }
-        let mut j = Jump {
-            bits: rb,
-            base: rl,
-            k,
-            at: vec![NIL; 1 << k],
         };
         let end = j.base + j.k;
         // Each node takes the parts of its range that no child of at most `base + k` bits
@@ -603,6 +592,53 @@ impl Jump {
                     }
                     None => j.at[slo..shi].fill(i),
                 }
+            }
+        }
+        j
+    }
+
+    /// An empty table (every entry `NIL`) for a trie of `live` nodes over a field of `width`
+    /// bits whose root has prefix `bits`/`len`, or `None` if the trie is too small for one.
+    fn sized(bits: u128, len: u8, live: usize, width: u8) -> Option<Jump> {
+        if live < JUMP_MIN {
+            return None;
+        }
+        let want = u8::try_from(usize::BITS - (live / 4).leading_zeros()).unwrap_or(JUMP_MAX_BITS);
+        let k = want
+            .min(JUMP_MAX_BITS)
+            .min(width.saturating_sub(len))
+            .min(127u8.saturating_sub(len));
+        (k > 0).then(|| Jump {
+            bits,
+            base: len,
+            k,
+            at: vec![NIL; 1 << k],
+        })
+    }
+
+    /// The table for a trie whose nodes `1..n` are all linked and in pre-order (as a re-layout
+    /// or a rebuild leaves them), with `node(i)` the prefix and length of node `i`: one
+    /// sequential pass in which every node of at most `base + k` bits fills its whole range
+    /// and the deeper ones, which come later, overwrite theirs. [`Jump::build`] visits fewer
+    /// nodes but in the order of the trie, a cache miss each; this pass costs none.
+    fn build_preorder(
+        root: u32,
+        n: usize,
+        live: usize,
+        width: u8,
+        node: impl Fn(u32) -> (u128, u8),
+    ) -> Jump {
+        if root == NIL {
+            return Jump::default();
+        }
+        let (rb, rl) = node(root);
+        let Some(mut j) = Jump::sized(rb, rl, live, width) else {
+            return Jump::default();
+        };
+        for i in 1..u32::try_from(n).expect("fewer than 4G trie nodes") {
+            let (bits, len) = node(i);
+            if let Some((lo, hi)) = j.range(bits, len) {
+                j.at[lo..hi].fill(i);
             }
         }
         j
@@ -1082,10 +1118,25 @@ impl Trie {
     /// last one wants more entries, and its new nodes in them).
     fn remake_jump(&mut self) {
         let view = &self.view;
-        let jump = Jump::build(view.root(), self.n_live, self.width, |i| {
-            let (bits, len, _) = view.node(i);
-            (bits, len, view.kids(i))
-        });
+        // No node linked or unlinked since the last re-layout or rebuild: the array is still
+        // the live nodes in pre-order.
+        let jump = if self.n_changes == 0 {
+            Jump::build_preorder(
+                view.root(),
+                self.next as usize,
+                self.n_live,
+                self.width,
+                |i| {
+                    let (bits, len, _) = view.node(i);
+                    (bits, len)
+                },
+            )
+        } else {
+            Jump::build(view.root(), self.n_live, self.width, |i| {
+                let (bits, len, _) = view.node(i);
+                (bits, len, view.kids(i))
+            })
+        };
         self.jump = jump;
         self.jump_live = self.n_live;
         self.jump_stale = false;
