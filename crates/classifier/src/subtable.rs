@@ -97,7 +97,7 @@ impl TrieCtx<'_> {
             let bits = key.get(field) << (128 - u32::from(field.width));
             self.tries[t].advance(w, bits, field.width, plen);
         }
-        w.m
+        w.m()
     }
 
     /// True if a trie walk already made for this lookup proves that no rule with mask `m`
@@ -108,7 +108,7 @@ impl TrieCtx<'_> {
         self.walks
             .iter()
             .zip(m.trie_plens.iter())
-            .any(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m.has_len(*plen))
+            .any(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m().has_len(*plen))
     }
 
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, ORs the

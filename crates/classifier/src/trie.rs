@@ -309,31 +309,47 @@ impl TrieMatch {
 /// link, every prefix of the version that agrees with the address to past that node lay.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Walk {
+    /// What the walk learnt so far ([`Walk::m`]), kept flat: a `TrieMatch` inside would pad
+    /// the walk to 48 bytes instead of 32, and a lookup makes four.
+    lens: u128,
     cur: u32,
+    examined: u8,
     started: bool,
     done: bool,
-    /// What the walk learnt so far.
-    pub(crate) m: TrieMatch,
 }
 
 impl Default for Walk {
     fn default() -> Self {
-        Walk {
-            cur: NIL,
-            started: false,
-            done: false,
-            m: TrieMatch::default(),
-        }
+        Walk::NEW
     }
 }
 
 impl Walk {
+    /// A walk not begun: all zeros (`cur` is read only once the walk has started), so that an
+    /// array of them is made with a few vector stores.
+    pub(crate) const NEW: Walk = Walk {
+        lens: 0,
+        cur: 0,
+        examined: 0,
+        started: false,
+        done: false,
+    };
+
+    /// What the walk learnt so far.
+    #[inline]
+    pub(crate) fn m(&self) -> TrieMatch {
+        TrieMatch {
+            lens: self.lens,
+            examined: self.examined,
+        }
+    }
+
     /// True if the walk has gone far enough to answer for prefix length `plen`: it ended,
     /// or it passed bit `plen` (then every node of length at most `plen` on the path was
     /// seen, and at least `plen` bits were examined).
     #[inline]
     pub(crate) fn knows(&self, plen: u8) -> bool {
-        self.done || self.m.examined > plen
+        self.done || self.examined > plen
     }
 }
 
@@ -413,7 +429,7 @@ impl TrieView {
     pub(crate) fn lookup(&self, bits: u128, width: u8) -> TrieMatch {
         let mut w = Walk::default();
         self.advance(&mut w, bits, width, u8::MAX);
-        w.m
+        w.m()
     }
 
     /// Continues walk `w` along `bits` until it knows the answer for prefix length `upto`
@@ -464,7 +480,7 @@ fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u
         w.started = true;
         w.cur = root_of(nodes);
     }
-    while !w.done && w.m.examined <= upto {
+    while !w.done && w.examined <= upto {
         if w.cur == NIL {
             w.done = true;
             break;
@@ -474,19 +490,19 @@ fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u
         let len = (m >> 8) as u8;
         let c = common_len(nb, bits, len);
         if c < len {
-            w.m.examined = c + 1;
+            w.examined = c + 1;
             w.done = true;
             break;
         }
         if m & 1 != 0 && len > 0 {
-            w.m.lens |= 1u128 << (len - 1);
+            w.lens |= 1u128 << (len - 1);
         }
         if len >= width {
-            w.m.examined = width;
+            w.examined = width;
             w.done = true;
             break;
         }
-        w.m.examined = len + 1;
+        w.examined = len + 1;
         w.cur = unpack_kids(node.kids_word().load(Ordering::Acquire))[bit(bits, len)];
     }
 }
@@ -1464,7 +1480,7 @@ mod tests {
         let view = t.view().clone();
         let mut w = Walk::default();
         view.advance(&mut w, addr, 32, 8);
-        assert!(!w.done && w.m.has_len(8));
+        assert!(!w.done && w.m().has_len(8));
         // The /16 goes (its rule is in no version any more); new prefixes need nodes.
         t.reclaim(0);
         let (b16, l16) = v4(0x0a01_0000, 16);
@@ -1477,11 +1493,11 @@ mod tests {
         assert!(t.view().same(&view), "no re-layout in this test");
         view.advance(&mut w, addr, 32, 32);
         assert!(
-            w.m.has_len(8) && w.m.has_len(24),
+            w.m().has_len(8) && w.m().has_len(24),
             "walk lost its path: {:?}",
-            w.m
+            w.m()
         );
-        assert_eq!(w.m.examined, 25);
+        assert_eq!(w.examined, 25);
         // Not before a later publication; then reused.
         t.reclaim(0);
         assert_eq!((t.limbo.len(), t.free.len()), (1, 0));
@@ -1720,8 +1736,8 @@ mod tests {
                 let mut w = Walk::default();
                 t.advance(&mut w, v, 32, upto);
                 proptest::prop_assert!(w.knows(upto));
-                proptest::prop_assert_eq!(w.m.has_len(upto), m.has_len(upto));
-                proptest::prop_assert_eq!(w.m.examined.min(upto), m.examined.min(upto));
+                proptest::prop_assert_eq!(w.m().has_len(upto), m.has_len(upto));
+                proptest::prop_assert_eq!(w.examined.min(upto), m.examined.min(upto));
                 let q = (v & prefix_mask(m.examined)) | (u128::from(noise) << 96 & !prefix_mask(m.examined));
                 proptest::prop_assert_eq!(t.lookup(q, 32).lens, m.lens);
             }
