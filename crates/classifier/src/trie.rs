@@ -1284,7 +1284,10 @@ impl Trie {
 
     /// Bytes the writer holds besides the node array.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.counts.capacity() * 4 + self.free.capacity() * 4 + self.limbo.capacity() * 16
+        self.counts.capacity() * 4
+            + self.free.capacity() * 4
+            + self.limbo.capacity() * 16
+            + self.jump.at.capacity() * 4
     }
 }
 
