@@ -555,8 +555,8 @@ const JUMP_MAX_BITS: u8 = 20;
 /// Valid, not exact: an insertion links new nodes but never unlinks a node or changes one, so
 /// every entry stays on its path (a node linked since, above or below it, is only not used until
 /// the table is made again); a removal that unlinks a node points that node's entries at its
-/// parent ([`Jump::unlinked`]); a re-layout or a rebuild (new positions) makes the table again
-/// ([`Jump::build`]).
+/// parent ([`Jump::unlinked`]); a re-layout or a rebuild (new positions) empties it, and the
+/// next insertion makes it again ([`Trie::remake_jump`]).
 #[derive(Debug, Default, Clone)]
 struct Jump {
     bits: u128,
