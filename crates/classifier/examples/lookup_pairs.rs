@@ -5,8 +5,12 @@
 //!
 //! ```text
 //! cargo build --release -p classifier --example lookup_pairs
-//! taskset -c 1 target/release/examples/lookup_pairs [--small 1000] [--large 262144] [--pairs 60] [--set exact|mixed] [--wc on|off] [--keys hit|miss]
+//! taskset -c 1 target/release/examples/lookup_pairs [--small 1000] [--large 262144] [--pairs 60] [--set exact|mixed] [--wc on|off] [--keys hit|miss] [--grown on]
 //! ```
+//!
+//! `--grown on` builds the large table by single-rule commits instead of one batch, so that its
+//! tries are the ones in-place insertions and re-layouts leave (a batch rebuilds them laid out
+//! afresh).
 
 #![allow(missing_docs)]
 
@@ -58,6 +62,7 @@ fn main() {
     let mut set = String::from("exact");
     let mut wc = true;
     let mut misses = false;
+    let mut grown = false;
     let mut it = std::env::args().skip(1);
     let fail = |msg: String| -> ! {
         eprintln!("{msg}");
@@ -76,9 +81,10 @@ fn main() {
             "--set" => set = v,
             "--wc" => wc = v == "on",
             "--keys" => misses = v == "miss",
+            "--grown" => grown = v == "on",
             _ => fail(format!(
                 "unknown option {f}; usage: lookup_pairs [--small N] [--large N] [--pairs N] \
-                 [--set exact|mixed] [--wc on|off] [--keys hit|miss]"
+                 [--set exact|mixed] [--wc on|off] [--keys hit|miss] [--grown on]"
             )),
         }
     }
@@ -90,7 +96,17 @@ fn main() {
         }
     };
     let (ws, wl) = (gen(small), gen(large));
-    let (cs, cl) = (gen::load(&ws), gen::load(&wl));
+    let cs = gen::load(&ws);
+    let cl = if grown {
+        let mut c = classifier::Classifier::new();
+        for (i, (m, p)) in wl.rules.iter().enumerate() {
+            c.insert(*m, *p, 0, i as u64)
+                .expect("generated rules are valid");
+        }
+        c
+    } else {
+        gen::load(&wl)
+    };
     let (rs, rl) = (cs.reader(), cl.reader());
     let n = 131_072;
     for batch in [false, true] {
@@ -108,11 +124,12 @@ fn main() {
             r.push(y / x);
         }
         println!(
-            "{set} {} wc={} api={:<6} {small}: {:.2}M/s  {large}: {:.2}M/s  ratio (median of {pairs} pairs) {:.2}x",
+            "{set} {} wc={} api={:<6} {small}: {:.2}M/s  {large}{}: {:.2}M/s  ratio (median of {pairs} pairs) {:.2}x",
             if misses { "misses" } else { "hits" },
             if wc { "on" } else { "off" },
             if batch { "batch" } else { "single" },
             median(a) / 1e6,
+            if grown { " (grown)" } else { "" },
             median(b) / 1e6,
             median(r)
         );
