@@ -530,10 +530,9 @@ pub(crate) struct Trie {
     n_changes: usize,
     /// Where insertions start.
     jump: Jump,
-    /// Live nodes when `jump` was made.
+    /// Live nodes when `jump` was made; 0 after a re-layout or rebuild emptied it (see
+    /// [`Trie::jump_stale`]).
     jump_live: usize,
-    /// `jump` is to be made again before the next insertion uses it.
-    jump_stale: bool,
     /// The field's width in bits.
     width: u8,
 }
@@ -725,7 +724,6 @@ impl Clone for Trie {
             n_changes: self.n_changes,
             jump: self.jump.clone(),
             jump_live: self.jump_live,
-            jump_stale: self.jump_stale,
             width: self.width,
         }
     }
@@ -1009,7 +1007,7 @@ impl Trie {
     /// a sorted batch costs about one node step per prefix. Correct in any order.
     fn insert_sorted(&mut self, items: &[(u128, u8, u32)]) {
         self.reserve(2 * items.len());
-        if self.jump_stale {
+        if self.jump_stale() {
             self.remake_jump();
         }
         if let [(bits, len, n)] = *items {
@@ -1120,18 +1118,21 @@ impl Trie {
     /// last time as there are, so that a walk touches few cache lines and pages (amortised O(1)
     /// per change). Measured on 262,144 random 5-tuples committed one by one: at a quarter the
     /// commits took 7% longer than at half, and at half the readers of the grown trie (the mixed
-    /// rule set, misses with tracking) were up to 9% slower than on a rebuilt one. Otherwise
-    /// marks the [`Jump`] table for making again once the trie has doubled since it was made.
+    /// rule set, misses with tracking) were up to 9% slower than on a rebuilt one.
     fn maybe_relayout(&mut self) {
         if self.n_changes >= 64 && self.n_changes * 3 >= self.n_live {
             self.relayout();
-        } else if self.n_live >= 2 * self.jump_live {
-            self.jump_stale = true;
         }
     }
 
-    /// Makes the [`Jump`] table again for the trie as it is (a trie that doubled since the
-    /// last one wants more entries, and its new nodes in them).
+    /// True if the next insertion makes the [`Jump`] table again first: a re-layout or
+    /// rebuild emptied it, or the trie has doubled since it was made (and wants more entries,
+    /// and its new nodes in them).
+    fn jump_stale(&self) -> bool {
+        self.n_live >= 2 * self.jump_live
+    }
+
+    /// Makes the [`Jump`] table again for the trie as it is.
     fn remake_jump(&mut self) {
         let view = &self.view;
         // No node linked or unlinked since the last re-layout or rebuild: the array is still
@@ -1155,7 +1156,6 @@ impl Trie {
         };
         self.jump = jump;
         self.jump_live = self.n_live;
-        self.jump_stale = false;
     }
 
     /// Writes the trie into a new array in depth-first order (a node's first child right
@@ -1210,7 +1210,7 @@ impl Trie {
         self.n_changes = 0;
         // Made at the next in-place insertion: a batch that rebuilds the trie needs none.
         self.jump = Jump::default();
-        self.jump_stale = true;
+        self.jump_live = 0;
     }
 
     /// Applies `changes` (net count changes per prefix, sorted by `(bits, len)`, each prefix
@@ -1531,7 +1531,7 @@ mod tests {
         }
         t.relayout();
         // The table is made at the next insertion, from the new array.
-        assert!(t.jump_stale && t.jump.at.is_empty());
+        assert!(t.jump_stale() && t.jump.at.is_empty());
         add(&mut t, &mut list, &mut rng);
         assert!(t.jump.k >= 8, "a table of {} bits", t.jump.k);
         t.check_jump();
