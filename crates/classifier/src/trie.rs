@@ -767,6 +767,12 @@ impl Trie {
         }
     }
 
+    /// `n` more rules have node `i`'s prefix.
+    fn add_count(&mut self, i: u32, n: u32) {
+        let c = self.counts[i as usize];
+        self.set_count(i, c + n);
+    }
+
     /// Live nodes (prefixes and forks).
     #[cfg(test)]
     fn n_live(&self) -> usize {
@@ -846,8 +852,7 @@ impl Trie {
     fn insert_one(&mut self, bits: u128, len: u8, n: u32) -> u32 {
         match self.start(bits, len) {
             Ok(at) => {
-                let c = self.counts[at as usize];
-                self.set_count(at, c + n);
+                self.add_count(at, n);
                 at
             }
             Err((parent, cur)) => self.insert_at(parent, cur, bits, len, n),
@@ -920,8 +925,7 @@ impl Trie {
             let c = common_len(nb, bits, nl.min(len));
             if c == nl {
                 if nl == len {
-                    let count = self.counts[cur as usize];
-                    self.set_count(cur, count + n);
+                    self.add_count(cur, n);
                     return cur;
                 }
                 let b = bit(bits, nl);
@@ -1029,8 +1033,7 @@ impl Trie {
             let (parent, cur) = match path.last() {
                 None => match self.start(bits, len) {
                     Ok(at) => {
-                        let c = self.counts[at as usize];
-                        self.set_count(at, c + n);
+                        self.add_count(at, n);
                         path.push(at);
                         continue;
                     }
@@ -1043,8 +1046,7 @@ impl Trie {
                 Some(&p) => {
                     let nl = self.len_of(p);
                     if nl == len {
-                        let c = self.counts[p as usize];
-                        self.set_count(p, c + n);
+                        self.add_count(p, n);
                         continue;
                     }
                     let b = bit(bits, nl);
