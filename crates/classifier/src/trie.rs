@@ -1011,14 +1011,18 @@ impl Trie {
     /// a sorted batch costs about one node step per prefix. Correct in any order.
     fn insert_sorted(&mut self, items: &[(u128, u8, u32)]) {
         self.reserve(2 * items.len());
-        if self.jump_stale() {
-            self.remake_jump();
-        }
         if let [(bits, len, n)] = *items {
             // One prefix (a single-rule commit): no finger to keep.
+            if self.jump_stale() {
+                self.remake_jump();
+            }
             self.insert_one(bits, len, n);
             return;
         }
+        // A batch's first prefix starts from the jump table as it is (from the root if a
+        // re-layout or rebuild emptied it), the others from the finger: remaking the table
+        // here would cost a pass over the whole trie to save one walk. The next single
+        // insertion remakes it.
         // Nodes from the root towards the previous prefix, each a prefix of the next (a
         // fork added since may be missing between two of them, which does not matter).
         let mut path: Vec<u32> = Vec::new();
@@ -1351,7 +1355,8 @@ fn build_range(
     });
     if rest < hi {
         // Every item of `rest..hi` is longer than `len`, so bit `len` exists.
-        let ones = match lcp[rest + 1..hi].iter().rposition(|l| *l == len) {
+        // `memrchr` compares 32 bytes a step (a search byte by byte made a build 3% slower).
+        let ones = match memchr::memrchr(len, &lcp[rest + 1..hi]) {
             Some(p) => rest + 1 + p,
             None if bit(items[rest].0, len) == 0 => hi,
             None => rest,
@@ -1614,8 +1619,10 @@ mod tests {
             if sort {
                 items.sort_unstable();
             }
-            // Laid out again, `b` has a jump table (four nodes or more) to start from.
+            // Laid out again, with a jump table (four nodes or more) for the batch's first
+            // prefix to start from.
             b.relayout();
+            b.remake_jump();
             b.insert_sorted(&items);
             b.check_jump();
             proptest::prop_assert_eq!(a.n_live(), b.n_live());
