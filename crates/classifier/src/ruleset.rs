@@ -12,7 +12,7 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{Mask, Rule};
-use crate::subtable::{SubLog, Subtable, TrieCtx};
+use crate::subtable::{SubLog, Subtable, TrieCtx, WriteHashes};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
@@ -21,6 +21,9 @@ use crate::PrefixField;
 pub const BATCH: usize = 32;
 
 /// A change the writer has resolved against the current rules; it cannot fail.
+/// Most rules [`RuleSet::touch_writes`] loads for at once.
+pub(crate) const TOUCH_GROUP: usize = 32;
+
 #[derive(Debug)]
 pub(crate) enum Prim<T> {
     Insert(Arc<Rule<T>>),
@@ -352,6 +355,29 @@ impl<T> RuleSet<T> {
         self.subtables[*i as usize]
             .as_ref()?
             .find_exact(values, priority, self.seed)
+    }
+
+    /// Loads what writing each rule of `rules` (an interned mask and a match value, at most
+    /// [`TOUCH_GROUP`]) reads first in its subtable, if the subtable exists (see
+    /// [`Subtable::touch_write`]). The hashes come first and the loads after, all together:
+    /// issued one rule at a time, between the writes, each load would hold up the work that
+    /// follows it until it arrived, as the write itself would have. Returns a word made of what
+    /// it loaded.
+    pub(crate) fn touch_writes(&self, rules: &[(&Arc<Mask>, &FlowKey)]) -> u64 {
+        let mut hs: [(Option<&Subtable<T>>, WriteHashes); TOUCH_GROUP] =
+            [(None, WriteHashes::default()); TOUCH_GROUP];
+        for ((st, h), (mask, value)) in hs.iter_mut().zip(rules) {
+            *st = self
+                .by_mask
+                .get(&mask_id(mask))
+                .and_then(|i| self.subtables[*i as usize].as_ref());
+            if let Some(st) = st {
+                *h = st.write_hashes(value, self.seed);
+            }
+        }
+        hs.iter()
+            .filter_map(|(st, h)| st.map(|st| st.touch_write(h)))
+            .fold(0, |x, y| x ^ y)
     }
 
     /// Applies one primitive. The order of subtables is brought up to date by

@@ -212,6 +212,20 @@ impl SharedCells {
         Some((b, &self.cells[b]))
     }
 
+    /// Writer: loads the tag and the cell at `hash`'s home, whatever they hold (a search or
+    /// an insert of `hash` reads them first). Returns the home and a word made of them.
+    #[inline]
+    pub(crate) fn touch_home(&self, hash: u64) -> Option<(usize, u64)> {
+        if self.cells.is_empty() {
+            return None;
+        }
+        let b = home(hash, self.mask());
+        Some((
+            b,
+            u64::from(self.tags[b].load(Ordering::Relaxed)) ^ self.cells[b].val(0),
+        ))
+    }
+
     /// Writer: the cell an insert of `hash` takes (the first empty cell or tombstone on its
     /// probe sequence; the array has one), and whether it was a tombstone.
     pub(crate) fn free_cell(&self, hash: u64) -> (usize, bool) {
@@ -332,6 +346,17 @@ impl SharedIndex {
     #[inline]
     pub(crate) fn contains(&self, ph: u64) -> bool {
         self.position(key_of(ph)).is_some_and(|(_, e)| e & 1 != 0)
+    }
+
+    /// Writer: loads the slot and the count at `ph`'s home (what counting it reads first).
+    /// Returns a word made of them.
+    #[inline]
+    pub(crate) fn touch(&self, ph: u64) -> u64 {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        let b = key_of(ph) as usize & (self.slots.len() - 1);
+        self.slots[b].load(Ordering::Relaxed) ^ u64::from(self.counts[b].load(Ordering::Relaxed))
     }
 
     /// Writer: counts one more cell with partial hash `ph`. Returns true if it took a new

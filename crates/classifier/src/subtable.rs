@@ -152,8 +152,15 @@ fn ix_spread(keys: usize) -> usize {
 const N_INDEX: usize = packet::key::STAGES.len() - 1;
 
 /// Partial hashes of a value: one per stage but the last, and how many.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 struct Partial([u64; N_INDEX], usize);
+
+/// What a write of one rule probes a subtable with ([`Subtable::write_hashes`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WriteHashes {
+    partial: Partial,
+    hash: u64,
+}
 
 /// The hash of masked value words `values` at key words `idx` (for rehashing on growth).
 fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
@@ -550,6 +557,44 @@ impl<T> Subtable<T> {
         self.cells = new;
         self.arena = arena;
         ws.tombs = 0;
+    }
+
+    /// The hashes with which inserting, replacing or removing the rule whose match has value
+    /// `value` (masked by this subtable's mask) probes this subtable.
+    pub(crate) fn write_hashes(&self, value: &FlowKey, seed: u64) -> WriteHashes {
+        let m = &*self.mask;
+        let (mut h, mut pos) = (seed, 0);
+        let mut partial = Partial::default();
+        for (j, end) in m.stage_ends.iter().enumerate() {
+            let end = usize::from(*end);
+            for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
+                h = mix_at(h, *i, value.words[usize::from(*i)] & b);
+            }
+            pos = end;
+            if j + 1 < m.stage_ends.len() {
+                partial.0[partial.1] = finish(h);
+                partial.1 += 1;
+            }
+        }
+        WriteHashes {
+            partial,
+            hash: finish(h),
+        }
+    }
+
+    /// Loads what the probes of `h` ([`Subtable::write_hashes`]) read first: the home cell
+    /// and its tag, the arena slot beside it and each stage index's home slot and count.
+    /// Returns a word made of them.
+    #[inline]
+    pub(crate) fn touch_write(&self, h: &WriteHashes) -> u64 {
+        let mut x = 0;
+        for (ix, ph) in self.index.iter().zip(&h.partial.0[..h.partial.1]) {
+            x ^= ix.touch(*ph);
+        }
+        let Some((at, c)) = self.cells.touch_home(h.hash) else {
+            return x;
+        };
+        x ^ c ^ self.entry(at).map_or(0, |e| Arc::as_ptr(&e.head) as u64)
     }
 
     /// Finds the rule with masked value words `values` and priority `priority`.
