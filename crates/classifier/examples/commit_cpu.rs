@@ -14,7 +14,10 @@
 //! `exact` set) instead of `flowdef.py`'s; `--only-batch` runs only the 100,000-rule batch;
 //! `--bundles N` instead
 //! commits all 262,144 rules in commits of N, as `ferrovs-bench insert` does; `--batch N` makes it
-//! N rules (into a table of 362,144 - 2N rules, at most 162,144).
+//! N rules (into a table of 362,144 - 2N rules, at most 162,144); `--into N --add M` loads N
+//! rules as one batch, then times M more as single commits and, on a fresh load, as one batch
+//! (as `classifier-bench`'s "into" line; `--into 262144` is where the cells double; with
+//! `--only-batch`, the batch alone).
 
 #![allow(missing_docs)]
 
@@ -86,7 +89,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: commit_cpu [--reps N] [--random] [--only-batch] [--batch N] [--bundles N]");
+    eprintln!(
+        "usage: commit_cpu [--reps N] [--random] [--only-batch] [--batch N] [--bundles N] \
+         [--into N --add M]"
+    );
     std::process::exit(2);
 }
 
@@ -120,6 +126,8 @@ fn main() {
     let mut only_batch = false;
     let mut batch: Option<u32> = None;
     let mut bundles: Option<usize> = None;
+    let mut into: Option<usize> = None;
+    let mut add = 10_000usize;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -127,6 +135,14 @@ fn main() {
             "--only-batch" => only_batch = true,
             "--bundles" => match it.next().and_then(|v| v.parse().ok()) {
                 Some(n) => bundles = Some(n),
+                None => usage(),
+            },
+            "--into" => match it.next().and_then(|v| v.parse().ok()) {
+                Some(n) => into = Some(n),
+                None => usage(),
+            },
+            "--add" => match it.next().and_then(|v| v.parse().ok()) {
+                Some(n) => add = n,
                 None => usage(),
             },
             "--batch" => match it.next().and_then(|v| v.parse().ok()) {
@@ -142,16 +158,62 @@ fn main() {
     }
     let n_full = 262_144u32;
     let n_batch = batch.unwrap_or(100_000);
+    let n_all = (n_full + n_batch).max(u32::try_from(into.unwrap_or(0) + add).unwrap_or(u32::MAX));
     let rules: Vec<Match> = if random {
         use rand::SeedableRng;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
-        (0..n_full + n_batch)
-            .map(|_| random_rule(&mut rng))
-            .collect()
+        (0..n_all).map(|_| random_rule(&mut rng)).collect()
     } else {
-        (0..n_full + n_batch).map(rule).collect()
+        (0..n_all).map(rule).collect()
     };
     let _ = FlowKey::default;
+    if let Some(n) = into {
+        let load = || {
+            let mut cls: Classifier<u64> = Classifier::new();
+            let mut b = Batch::new();
+            for (i, m) in rules[..n].iter().enumerate() {
+                b.insert(*m, 100, 0, i as u64);
+            }
+            cls.commit(b).expect("valid rules");
+            cls.commit(Batch::new()).expect("empty batch");
+            cls
+        };
+        let more = &rules[n..n + add];
+        let (mut single, mut batched) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            if !only_batch {
+                let mut cls = load();
+                single.push(timed(|| {
+                    for m in more {
+                        cls.insert(*m, 100, 0, 0).expect("valid rules");
+                    }
+                }));
+            }
+            let mut cls = load();
+            let mut b = Batch::new();
+            for m in more {
+                b.insert(*m, 100, 0, 0);
+            }
+            batched.push(timed(|| {
+                cls.commit(b).expect("valid rules");
+            }));
+        }
+        for (what, v) in [("single commits", single), ("one batch", batched)] {
+            if v.is_empty() {
+                continue;
+            }
+            let (w, c) = (
+                median(v.iter().map(|p| p.0).collect()),
+                median(v.iter().map(|p| p.1).collect()),
+            );
+            println!(
+                "{add} into {n}, {what}: wall {w:.4} s = {:.2}M/s, CPU {c:.4} s = {:.2}M/s",
+                add as f64 / w / 1e6,
+                add as f64 / c / 1e6
+            );
+        }
+        return;
+    }
     if let Some(size) = bundles {
         // 262,144 rules in commits of `size` through `commit_with`, as `ferrovs-bench insert`
         // commits its bundles (without the pipeline and the traffic).
