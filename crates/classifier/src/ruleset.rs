@@ -363,7 +363,10 @@ impl<T> RuleSet<T> {
     /// issued one rule at a time, between the writes, each load would hold up the work that
     /// follows it until it arrived, as the write itself would have. Returns a word made of what
     /// it loaded.
-    pub(crate) fn touch_writes(&self, rules: &[(&Arc<Mask>, &FlowKey)]) -> u64 {
+    pub(crate) fn touch_writes<'a>(
+        &self,
+        rules: impl Iterator<Item = (&'a Arc<Mask>, &'a FlowKey)>,
+    ) -> u64 {
         let mut hs: [(Option<&Subtable<T>>, WriteHashes); TOUCH_GROUP] =
             [(None, WriteHashes::default()); TOUCH_GROUP];
         for ((st, h), (mask, value)) in hs.iter_mut().zip(rules) {

@@ -393,7 +393,7 @@ impl<T> Classifier<T> {
         let mut out = Vec::with_capacity(ops.len());
         let mut x = 0;
         for index in 0..ops.len() {
-            if index % TOUCH_GROUP == 0 {
+            if index % TOUCH_GROUP == 0 && ops.len() > 1 {
                 x ^= self.touch_ops(&ops[index..ops.len().min(index + TOUCH_GROUP)]);
             }
             // `Clear` in its place: a placeholder that owns nothing.
@@ -410,33 +410,25 @@ impl<T> Classifier<T> {
 
     /// Loads what applying `ops` (at most [`TOUCH_GROUP`]) will read first in the spare's
     /// subtables ([`RuleSet::touch_writes`]), for those whose masks are interned already. A
-    /// batch calls it for each group of operations before applying them: at 256K rules each
+    /// batch of more than one calls it for each group of operations before applying them (a
+    /// single operation has nothing to overlap its loads with): at 256K rules each
     /// operation misses the cache on its home cell, its arena slot and a stage index, and
     /// one operation's misses wait on nothing of another's, so loaded together they overlap.
     fn touch_ops(&self, ops: &[Op<T>]) -> u64 {
-        let mut rules: [Option<(&Arc<Mask>, &FlowKey)>; TOUCH_GROUP] = [None; TOUCH_GROUP];
-        let mut n = 0;
-        for op in ops {
+        let rules = ops.iter().filter_map(|op| {
             let m = match op {
                 Op::Insert { rule_match, .. }
                 | Op::Modify { rule_match, .. }
                 | Op::Remove { rule_match, .. } => rule_match,
-                Op::Clear => continue,
+                Op::Clear => return None,
             };
             let mask = match &self.last_mask {
                 Some(l) if l.key == *m.mask() => l,
-                _ => match self.masks.get(m.mask()) {
-                    Some(l) => l,
-                    None => continue,
-                },
+                _ => self.masks.get(m.mask())?,
             };
-            if let Some(slot) = rules.get_mut(n) {
-                *slot = Some((mask, m.value()));
-                n += 1;
-            }
-        }
-        let rules: Vec<(&Arc<Mask>, &FlowKey)> = rules[..n].iter().flatten().copied().collect();
-        self.spare.touch_writes(&rules)
+            Some((mask, m.value()))
+        });
+        self.spare.touch_writes(rules)
     }
 
     /// Undoes `applied` on the spare (a failed batch).
