@@ -370,10 +370,12 @@ impl<T> RuleSet<T> {
         let mut hs: [(Option<&Subtable<T>>, WriteHashes); TOUCH_GROUP] =
             [(None, WriteHashes::default()); TOUCH_GROUP];
         for ((st, h), (mask, value)) in hs.iter_mut().zip(rules) {
+            // Small tables stay in cache: no loads to overlap, only hashing to repeat.
             *st = self
                 .by_mask
                 .get(&mask_id(mask))
-                .and_then(|i| self.subtables[*i as usize].as_ref());
+                .and_then(|i| self.subtables[*i as usize].as_ref())
+                .filter(|st| st.worth_touching());
             if let Some(st) = st {
                 *h = st.write_hashes(value, self.seed);
             }

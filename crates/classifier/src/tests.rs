@@ -370,7 +370,14 @@ fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
     let mut next_payload = 0u64;
     for _ in 0..n_batches {
         let mut b = Batch::new();
-        for _ in 0..rng.gen_range(1..8) {
+        // Some batches span several of the groups a commit loads ahead for (32 operations),
+        // each group's masks found before its operations are applied.
+        let n_ops = if rng.gen_bool(0.2) {
+            rng.gen_range(30..90)
+        } else {
+            rng.gen_range(1..8)
+        };
+        for _ in 0..n_ops {
             next_payload += 1;
             let (m, p) = pool[rng.gen_range(0..pool.len())];
             match rng.gen_range(0..20) {

@@ -392,13 +392,18 @@ impl<T> Classifier<T> {
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.len());
         let mut out = Vec::with_capacity(ops.len());
         let mut x = 0;
+        // The interned masks of the current group's operations, found for the loads ahead
+        // and then used to apply them (one search each).
+        let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
         for index in 0..ops.len() {
             if index % TOUCH_GROUP == 0 && ops.len() > 1 {
-                x ^= self.touch_ops(&ops[index..ops.len().min(index + TOUCH_GROUP)]);
+                let group = &ops[index..ops.len().min(index + TOUCH_GROUP)];
+                x ^= self.touch_ops(group, &mut masks);
             }
             // `Clear` in its place: a placeholder that owns nothing.
             let op = std::mem::replace(&mut ops[index], Op::Clear);
-            if let Err(e) = self.apply_op(op, &mut applied, Some(&mut out)) {
+            let mask = masks[index % TOUCH_GROUP].take();
+            if let Err(e) = self.apply_op(op, mask, &mut applied, Some(&mut out)) {
                 self.roll_back(&applied);
                 return Err(e.at(index));
             }
@@ -409,24 +414,26 @@ impl<T> Classifier<T> {
     }
 
     /// Loads what applying `ops` (at most [`TOUCH_GROUP`]) will read first in the spare's
-    /// subtables ([`RuleSet::touch_writes`]), for those whose masks are interned already. A
-    /// batch of more than one calls it for each group of operations before applying them (a
-    /// single operation has nothing to overlap its loads with): at 256K rules each
-    /// operation misses the cache on its home cell, its arena slot and a stage index, and
-    /// one operation's misses wait on nothing of another's, so loaded together they overlap.
-    fn touch_ops(&self, ops: &[Op<T>]) -> u64 {
-        let rules = ops.iter().filter_map(|op| {
-            let m = match op {
+    /// subtables ([`RuleSet::touch_writes`]), for those whose masks are interned already,
+    /// and leaves those masks in `masks` (by position) for their application. A batch of
+    /// more than one calls it for each group of operations before applying them (a single
+    /// operation has nothing to overlap its loads with): at 256K rules each operation misses
+    /// the cache on its home cell, its arena slot and a stage index, and one operation's
+    /// misses wait on nothing of another's, so loaded together they overlap.
+    fn touch_ops(&mut self, ops: &[Op<T>], masks: &mut [Option<Arc<Mask>>]) -> u64 {
+        for (slot, op) in masks.iter_mut().zip(ops) {
+            *slot = match op {
                 Op::Insert { rule_match, .. }
                 | Op::Modify { rule_match, .. }
-                | Op::Remove { rule_match, .. } => rule_match,
-                Op::Clear => return None,
+                | Op::Remove { rule_match, .. } => self.interned(rule_match.mask()),
+                Op::Clear => None,
             };
-            let mask = match &self.last_mask {
-                Some(l) if l.key == *m.mask() => l,
-                _ => self.masks.get(m.mask())?,
-            };
-            Some((mask, m.value()))
+        }
+        let rules = masks.iter().zip(ops).filter_map(|(mask, op)| match op {
+            Op::Insert { rule_match, .. }
+            | Op::Modify { rule_match, .. }
+            | Op::Remove { rule_match, .. } => Some((mask.as_ref()?, rule_match.value())),
+            Op::Clear => None,
         });
         self.spare.touch_writes(rules)
     }
@@ -502,20 +509,26 @@ impl<T> Classifier<T> {
     }
 
     fn intern(&mut self, mask: &FlowKey) -> Arc<Mask> {
-        // Rules of a batch mostly share their mask: try the last one before hashing.
-        if let Some(m) = &self.last_mask {
-            if m.key == *mask {
-                return m.clone();
-            }
-        }
-        if let Some(m) = self.masks.get(mask) {
-            self.last_mask = Some(m.clone());
-            return m.clone();
+        if let Some(m) = self.interned(mask) {
+            return m;
         }
         let m = Arc::new(Mask::compile(mask, &self.prefixes));
         self.masks.insert(*mask, m.clone());
         self.last_mask = Some(m.clone());
         m
+    }
+
+    /// The interned `mask`, if it is.
+    fn interned(&mut self, mask: &FlowKey) -> Option<Arc<Mask>> {
+        // Rules of a batch mostly share their mask: try the last one before hashing.
+        if let Some(m) = &self.last_mask {
+            if m.key == *mask {
+                return Some(m.clone());
+            }
+        }
+        let m = self.masks.get(mask)?.clone();
+        self.last_mask = Some(m.clone());
+        Some(m)
     }
 
     /// Forgets interned masks no rule uses any more, once the map has doubled.
@@ -530,10 +543,23 @@ impl<T> Classifier<T> {
     /// Checks `m` (with `check`) and compiles it: the interned mask and the masked value
     /// words.
     fn prepare(&mut self, m: &Match, check: bool) -> Result<(Arc<Mask>, Values), Error> {
+        self.prepare_with(m, check, None)
+    }
+
+    /// [`Classifier::prepare`] with `m`'s interned mask, if the caller found it already.
+    fn prepare_with(
+        &mut self,
+        m: &Match,
+        check: bool,
+        mask: Option<Arc<Mask>>,
+    ) -> Result<(Arc<Mask>, Values), Error> {
         if check {
             self.validate(m)?;
         }
-        let mask = self.intern(m.mask());
+        let mask = match mask {
+            Some(mask) => mask,
+            None => self.intern(m.mask()),
+        };
         let values = Values::new(m.value(), &mask);
         Ok((mask, values))
     }
@@ -629,9 +655,11 @@ impl<T> Classifier<T> {
         Ok(Prim::Replace { old, new })
     }
 
+    /// Applies `op` (`mask`: its match's interned mask, if found already) to the spare.
     fn apply_op(
         &mut self,
         op: Op<T>,
+        mask: Option<Arc<Mask>>,
         applied: &mut Vec<Prim<T>>,
         out: Option<&mut Vec<Arc<Rule<T>>>>,
     ) -> Result<(), Error> {
@@ -642,7 +670,7 @@ impl<T> Classifier<T> {
                 cookie,
                 payload,
             } => {
-                let mv = self.prepare(&rule_match, false)?;
+                let mv = self.prepare_with(&rule_match, false, mask)?;
                 self.prim_insert(mv, priority, cookie, payload, false)
             }
             Op::Modify {
@@ -650,14 +678,14 @@ impl<T> Classifier<T> {
                 priority,
                 payload,
             } => {
-                let mv = self.prepare(&rule_match, false)?;
+                let mv = self.prepare_with(&rule_match, false, mask)?;
                 self.prim_modify(mv, priority, payload)?
             }
             Op::Remove {
                 rule_match,
                 priority,
             } => {
-                let (mask, values) = self.prepare(&rule_match, false)?;
+                let (mask, values) = self.prepare_with(&rule_match, false, mask)?;
                 Prim::Remove(self.find_existing(&mask, &values, priority)?)
             }
             Op::Clear => {
