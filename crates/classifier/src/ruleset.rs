@@ -12,7 +12,7 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{Mask, Rule};
-use crate::subtable::{SubLog, Subtable, TrieCtx, WriteHashes};
+use crate::subtable::{SubLog, Subtable, TrieCtx, WriteHashes, WriteKey};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
@@ -357,7 +357,7 @@ impl<T> RuleSet<T> {
             .find_exact(values, priority, self.seed)
     }
 
-    /// Loads what writing each rule of `rules` (an interned mask and a match value, at most
+    /// Loads what writing each rule of `rules` (an interned mask and a [`WriteKey`], at most
     /// [`TOUCH_GROUP`]) reads first in its subtable, if the subtable exists (see
     /// [`Subtable::touch_write`]). The hashes come first and the loads after, all together:
     /// issued one rule at a time, between the writes, each load would hold up the work that
@@ -365,11 +365,11 @@ impl<T> RuleSet<T> {
     /// it loaded.
     pub(crate) fn touch_writes<'a>(
         &self,
-        rules: impl Iterator<Item = (&'a Arc<Mask>, &'a FlowKey)>,
+        rules: impl Iterator<Item = (&'a Arc<Mask>, WriteKey<'a>)>,
     ) -> u64 {
         let mut hs: [(Option<&Subtable<T>>, WriteHashes); TOUCH_GROUP] =
             [(None, WriteHashes::default()); TOUCH_GROUP];
-        for ((st, h), (mask, value)) in hs.iter_mut().zip(rules) {
+        for ((st, h), (mask, key)) in hs.iter_mut().zip(rules) {
             // Small tables stay in cache: no loads to overlap, only hashing to repeat.
             *st = self
                 .by_mask
@@ -377,7 +377,7 @@ impl<T> RuleSet<T> {
                 .and_then(|i| self.subtables[*i as usize].as_ref())
                 .filter(|st| st.worth_touching());
             if let Some(st) = st {
-                *h = st.write_hashes(value, self.seed);
+                *h = st.write_hashes(key, self.seed);
             }
         }
         hs.iter()

@@ -155,6 +155,14 @@ const N_INDEX: usize = packet::key::STAGES.len() - 1;
 #[derive(Debug, Default, Clone, Copy)]
 struct Partial([u64; N_INDEX], usize);
 
+/// What [`Subtable::write_hashes`] hashes a rule by: its match's value, or its masked value
+/// words (as the subtable keeps them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WriteKey<'a> {
+    Match(&'a FlowKey),
+    Values(&'a [u64]),
+}
+
 /// What a write of one rule probes a subtable with ([`Subtable::write_hashes`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct WriteHashes {
@@ -559,9 +567,17 @@ impl<T> Subtable<T> {
         ws.tombs = 0;
     }
 
-    /// The hashes with which inserting, replacing or removing the rule whose match has value
-    /// `value` (masked by this subtable's mask) probes this subtable.
-    pub(crate) fn write_hashes(&self, value: &FlowKey, seed: u64) -> WriteHashes {
+    /// The hashes with which inserting, replacing or removing the rule `key` names (a match
+    /// value, masked by this subtable's mask, or the masked value words) probes this subtable.
+    pub(crate) fn write_hashes(&self, key: WriteKey<'_>, seed: u64) -> WriteHashes {
+        let value = match key {
+            WriteKey::Match(value) => value,
+            WriteKey::Values(values) => {
+                let mut partial = Partial::default();
+                let hash = self.hashes(values, seed, &mut partial);
+                return WriteHashes { partial, hash };
+            }
+        };
         let m = &*self.mask;
         let (mut h, mut pos) = (seed, 0);
         let mut partial = Partial::default();

@@ -345,11 +345,25 @@ proptest! {
     fn interleaved_batches_over_few_masks_agree_with_naive(seed: u64, n_batches in 1usize..60) {
         check_interleaved(seed, n_batches, true);
     }
+
+    /// The same batches committed through `commit_with` (which holds inserts and applies
+    /// them in groups, or before any other operation): the same rules, the same errors at
+    /// the same operation, and every operation after the first failure refused.
+    #[test]
+    fn interleaved_ops_agree_with_naive(seed: u64, n_batches in 1usize..40, few: bool) {
+        check_interleaved_as(seed, n_batches, few, true);
+    }
 }
 
 /// Random interleavings of insert, replace, modify, remove and clear, in batches, some of
 /// which fail (and must then change nothing); with `few_masks`, over two masks only.
 fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
+    check_interleaved_as(seed, n_batches, few_masks, false);
+}
+
+/// [`check_interleaved`]; with `via_ops`, each batch without a clear is committed through
+/// [`Classifier::commit_with`] instead, operation by operation.
+fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via_ops: bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut cls = Classifier::new();
     let mut naive: Naive<u64> = Naive::new();
@@ -403,7 +417,11 @@ fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
             };
         }
         let want = naive.commit(&b);
-        let got = cls.commit(b).map(|_| ());
+        let got = if via_ops && !b.ops.iter().any(|op| matches!(op, Op::Clear)) {
+            commit_via_ops(&mut cls, b)
+        } else {
+            cls.commit(b).map(|_| ())
+        };
         assert_eq!(got, want);
         assert_eq!(cls.len(), naive.len());
         for _ in 0..20 {
@@ -411,6 +429,48 @@ fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
             assert_same(&cls, &naive, &key);
         }
     }
+}
+
+/// Commits `b`'s operations through [`Classifier::commit_with`]: each accepted until the
+/// first failure, none after it.
+fn commit_via_ops(cls: &mut Classifier<u64>, b: Batch<u64>) -> Result<(), Error> {
+    let n = b.ops.len();
+    let mut accepted = Vec::new();
+    let r = cls.commit_with(|ops| {
+        for op in b.ops {
+            accepted.push(match op {
+                Op::Insert {
+                    rule_match,
+                    priority,
+                    cookie,
+                    payload,
+                } => ops.insert(&rule_match, priority, cookie, payload),
+                Op::Modify {
+                    rule_match,
+                    priority,
+                    payload,
+                } => ops.modify(&rule_match, priority, payload),
+                Op::Remove {
+                    rule_match,
+                    priority,
+                } => ops.remove(&rule_match, priority),
+                Op::Clear => unreachable!("batches with a clear are committed whole"),
+            });
+        }
+    });
+    let first_refused = accepted.iter().position(|a| !a);
+    match &r {
+        Ok(k) => {
+            assert_eq!(*k, n);
+            assert_eq!(first_refused, None);
+        }
+        Err(Error::InBatch { index, .. }) => {
+            assert_eq!(first_refused, Some(*index));
+            assert!(accepted[*index..].iter().all(|a| !a));
+        }
+        Err(e) => panic!("commit_with failed outside an operation: {e}"),
+    }
+    r.map(|_| ())
 }
 
 fn v4_match(dst: u32, plen: u32) -> Match {

@@ -17,6 +17,7 @@ use packet::key::{fields, FlowKey, KeyField};
 
 use crate::rule::{rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES};
 use crate::ruleset::{Log, Prim, RuleSet, TOUCH_GROUP};
+use crate::subtable::WriteKey;
 use crate::trie::Trie;
 use crate::{Error, PrefixField};
 
@@ -432,7 +433,9 @@ impl<T> Classifier<T> {
         let rules = masks.iter().zip(ops).filter_map(|(mask, op)| match op {
             Op::Insert { rule_match, .. }
             | Op::Modify { rule_match, .. }
-            | Op::Remove { rule_match, .. } => Some((mask.as_ref()?, rule_match.value())),
+            | Op::Remove { rule_match, .. } => {
+                Some((mask.as_ref()?, WriteKey::Match(rule_match.value())))
+            }
             Op::Clear => None,
         });
         self.spare.touch_writes(rules)
@@ -765,8 +768,12 @@ impl<T> Classifier<T> {
             n: 0,
             failed: None,
             check,
+            held: Vec::new(),
         };
         f(&mut ops);
+        if ops.failed.is_none() {
+            ops.apply_held();
+        }
         let Ops {
             applied, n, failed, ..
         } = ops;
@@ -783,14 +790,30 @@ impl<T> Classifier<T> {
     }
 }
 
-/// The operations of one [`Classifier::commit_with`], applied as they come. Each returns
-/// false if this or an earlier operation failed (the commit then fails as a whole).
+/// The operations of one [`Classifier::commit_with`], checked as they come and applied in
+/// their order. Each returns false if this or an earlier operation failed (the commit then
+/// fails as a whole).
 pub struct Ops<'a, T> {
     cls: &'a mut Classifier<T>,
     applied: Vec<Prim<T>>,
     n: usize,
     failed: Option<Error>,
     check: bool,
+    /// Inserts checked and compiled but not applied yet (an insert cannot fail once its match
+    /// is checked): applied [`TOUCH_GROUP`] at a time, after the group's loads ahead, as a
+    /// `Batch` commit applies its operations ([`Classifier::touch_ops`]). Any other operation,
+    /// and the end of the commit, applies them first.
+    held: Vec<Held<T>>,
+}
+
+/// An insert [`Ops`] holds.
+struct Held<T> {
+    mask: Arc<Mask>,
+    values: Values,
+    priority: u32,
+    cookie: u64,
+    payload: T,
+    known_new: bool,
 }
 
 impl<T> std::fmt::Debug for Ops<'_, T> {
@@ -806,6 +829,62 @@ impl<T> Ops<'_, T> {
     /// Room for `n` more operations.
     pub fn reserve(&mut self, n: usize) {
         self.applied.reserve(n);
+    }
+
+    /// Holds the insert of `r` (a checked and compiled match, or the error that checking it
+    /// gave), and applies the held inserts once there are a group of them.
+    fn hold(
+        &mut self,
+        r: Result<(Arc<Mask>, Values), Error>,
+        priority: u32,
+        cookie: u64,
+        payload: T,
+        known_new: bool,
+    ) -> bool {
+        match r {
+            Ok((mask, values)) => {
+                self.held.push(Held {
+                    mask,
+                    values,
+                    priority,
+                    cookie,
+                    payload,
+                    known_new,
+                });
+                self.n += 1;
+                if self.held.len() == TOUCH_GROUP {
+                    self.apply_held();
+                }
+                true
+            }
+            Err(e) => {
+                self.failed = Some(e);
+                false
+            }
+        }
+    }
+
+    /// Applies the held inserts, in order, after loading what they will read first in the
+    /// spare (for more than one).
+    fn apply_held(&mut self) {
+        if self.held.len() > 1 {
+            let rules = self
+                .held
+                .iter()
+                .map(|h| (&h.mask, WriteKey::Values(h.values.as_slice())));
+            std::hint::black_box(self.cls.spare.touch_writes(rules));
+        }
+        for h in std::mem::take(&mut self.held) {
+            let prim = self.cls.prim_insert(
+                (h.mask, h.values),
+                h.priority,
+                h.cookie,
+                h.payload,
+                h.known_new,
+            );
+            self.cls.spare_mut().apply(&prim);
+            self.applied.push(prim);
+        }
     }
 
     fn done(&mut self, r: Result<Prim<T>, Error>) -> bool {
@@ -855,11 +934,8 @@ impl<T> Ops<'_, T> {
         if self.failed.is_some() {
             return false;
         }
-        let r = self.cls.prepare(rule_match, self.check).map(|mv| {
-            self.cls
-                .prim_insert(mv, priority, cookie, payload, known_new)
-        });
-        self.done(r)
+        let r = self.cls.prepare(rule_match, self.check);
+        self.hold(r, priority, cookie, payload, known_new)
     }
 
     /// [`Op::Insert`] of a payload that holds its match (`key` finds it).
@@ -870,11 +946,8 @@ impl<T> Ops<'_, T> {
         if self.failed.is_some() {
             return false;
         }
-        let r = self
-            .cls
-            .prepare(key(&payload), self.check)
-            .map(|mv| self.cls.prim_insert(mv, priority, cookie, payload, false));
-        self.done(r)
+        let r = self.cls.prepare(key(&payload), self.check);
+        self.hold(r, priority, cookie, payload, false)
     }
 
     /// [`Op::Modify`].
@@ -882,6 +955,7 @@ impl<T> Ops<'_, T> {
         if self.failed.is_some() {
             return false;
         }
+        self.apply_held();
         let r = self
             .cls
             .prepare(rule_match, self.check)
@@ -897,6 +971,7 @@ impl<T> Ops<'_, T> {
         if self.failed.is_some() {
             return false;
         }
+        self.apply_held();
         let r = self
             .cls
             .prepare(key(&payload), self.check)
@@ -909,6 +984,7 @@ impl<T> Ops<'_, T> {
         if self.failed.is_some() {
             return false;
         }
+        self.apply_held();
         let r = self
             .cls
             .prepare(rule_match, self.check)
