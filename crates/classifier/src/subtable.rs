@@ -148,6 +148,9 @@ fn ix_spread(keys: usize) -> usize {
     }
 }
 
+/// Positions a replay loads together before copying their entries ([`Subtable::replay`]).
+const REPLAY_GROUP: usize = 32;
+
 /// Stage indices a subtable can have: one per stage but the last.
 const N_INDEX: usize = packet::key::STAGES.len() - 1;
 
@@ -342,9 +345,26 @@ impl<T> Subtable<T> {
         if self.arena.len() < published.arena.len() {
             self.arena.resize_with(published.arena.len(), || None);
         }
-        for &at in &log.touched {
-            let at = at as usize;
-            self.arena[at] = published.arena[at].clone();
+        // A group at a time: first the loads of each position's two slots and of the rule
+        // whose count the copy raises (three cache misses a position after a large batch,
+        // none waiting on another position's), then the copies.
+        for group in log.touched.chunks(REPLAY_GROUP) {
+            if group.len() > 1 {
+                let x = group.iter().fold(0, |x, &at| {
+                    let mine = self
+                        .entry(at as usize)
+                        .map_or(0, |e| Arc::as_ptr(&e.head) as u64);
+                    let theirs = published
+                        .entry(at as usize)
+                        .map_or(0, |e| Arc::strong_count(&e.head) as u64);
+                    x ^ mine ^ theirs
+                });
+                std::hint::black_box(x);
+            }
+            for &at in group {
+                let at = at as usize;
+                self.arena[at] = published.arena[at].clone();
+            }
         }
     }
 
