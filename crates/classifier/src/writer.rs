@@ -70,6 +70,18 @@ impl<T> Default for Batch<T> {
     }
 }
 
+impl<T> Op<T> {
+    /// The match the operation names (`None` for [`Op::Clear`]).
+    fn rule_match(&self) -> Option<&Match> {
+        match self {
+            Op::Insert { rule_match, .. }
+            | Op::Modify { rule_match, .. }
+            | Op::Remove { rule_match, .. } => Some(rule_match),
+            Op::Clear => None,
+        }
+    }
+}
+
 impl<T> Batch<T> {
     /// An empty batch.
     pub fn new() -> Self {
@@ -380,11 +392,8 @@ impl<T> Classifier<T> {
     /// a reader does for one lookup (or one short [`Snapshot`]).
     pub fn commit(&mut self, batch: Batch<T>) -> Result<Vec<Arc<Rule<T>>>, Error> {
         for (index, op) in batch.ops.iter().enumerate() {
-            let m = match op {
-                Op::Insert { rule_match, .. }
-                | Op::Modify { rule_match, .. }
-                | Op::Remove { rule_match, .. } => rule_match,
-                Op::Clear => continue,
+            let Some(m) = op.rule_match() else {
+                continue;
             };
             self.validate(m).map_err(|e| e.at(index))?;
         }
@@ -423,20 +432,10 @@ impl<T> Classifier<T> {
     /// misses wait on nothing of another's, so loaded together they overlap.
     fn touch_ops(&mut self, ops: &[Op<T>], masks: &mut [Option<Arc<Mask>>]) -> u64 {
         for (slot, op) in masks.iter_mut().zip(ops) {
-            *slot = match op {
-                Op::Insert { rule_match, .. }
-                | Op::Modify { rule_match, .. }
-                | Op::Remove { rule_match, .. } => self.interned(rule_match.mask()),
-                Op::Clear => None,
-            };
+            *slot = op.rule_match().and_then(|m| self.interned(m.mask()));
         }
-        let rules = masks.iter().zip(ops).filter_map(|(mask, op)| match op {
-            Op::Insert { rule_match, .. }
-            | Op::Modify { rule_match, .. }
-            | Op::Remove { rule_match, .. } => {
-                Some((mask.as_ref()?, WriteKey::Match(rule_match.value())))
-            }
-            Op::Clear => None,
+        let rules = masks.iter().zip(ops).filter_map(|(mask, op)| {
+            Some((mask.as_ref()?, WriteKey::Match(op.rule_match()?.value())))
         });
         self.spare.touch_writes(rules)
     }
