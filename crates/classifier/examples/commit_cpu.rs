@@ -96,6 +96,19 @@ fn usage() -> ! {
     std::process::exit(2);
 }
 
+/// A classifier holding `rules`, loaded as one batch and replayed onto its other version (so
+/// that neither is timed later).
+fn loaded(rules: &[Match]) -> Classifier<u64> {
+    let mut cls: Classifier<u64> = Classifier::new();
+    let mut b = Batch::new();
+    for (i, m) in rules.iter().enumerate() {
+        b.insert(*m, 100, 0, i as u64);
+    }
+    cls.commit(b).expect("valid rules");
+    cls.commit(Batch::new()).expect("empty batch");
+    cls
+}
+
 /// All of `rules` into an empty classifier, as one `Batch` (`pts[0]`) and through
 /// `commit_with` (`pts[1]`).
 fn full_table(rules: &[Match], pts: &mut [Vec<(f64, f64)>; 4]) {
@@ -129,30 +142,21 @@ fn main() {
     let mut into: Option<usize> = None;
     let mut add = 10_000usize;
     let mut it = std::env::args().skip(1);
+    // The number after an option, or the usage.
+    fn number<T: std::str::FromStr>(it: &mut impl Iterator<Item = String>) -> T {
+        it.next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| usage())
+    }
     while let Some(a) = it.next() {
         match a.as_str() {
             "--random" => random = true,
             "--only-batch" => only_batch = true,
-            "--bundles" => match it.next().and_then(|v| v.parse().ok()) {
-                Some(n) => bundles = Some(n),
-                None => usage(),
-            },
-            "--into" => match it.next().and_then(|v| v.parse().ok()) {
-                Some(n) => into = Some(n),
-                None => usage(),
-            },
-            "--add" => match it.next().and_then(|v| v.parse().ok()) {
-                Some(n) => add = n,
-                None => usage(),
-            },
-            "--batch" => match it.next().and_then(|v| v.parse().ok()) {
-                Some(n) => batch = Some(n),
-                None => usage(),
-            },
-            "--reps" => match it.next().and_then(|v| v.parse().ok()) {
-                Some(n) => reps = n,
-                None => usage(),
-            },
+            "--bundles" => bundles = Some(number(&mut it)),
+            "--into" => into = Some(number(&mut it)),
+            "--add" => add = number(&mut it),
+            "--batch" => batch = Some(number(&mut it)),
+            "--reps" => reps = number(&mut it),
             _ => usage(),
         }
     }
@@ -168,16 +172,7 @@ fn main() {
     };
     let _ = FlowKey::default;
     if let Some(n) = into {
-        let load = || {
-            let mut cls: Classifier<u64> = Classifier::new();
-            let mut b = Batch::new();
-            for (i, m) in rules[..n].iter().enumerate() {
-                b.insert(*m, 100, 0, i as u64);
-            }
-            cls.commit(b).expect("valid rules");
-            cls.commit(Batch::new()).expect("empty batch");
-            cls
-        };
+        let load = || loaded(&rules[..n]);
         let more = &rules[n..n + add];
         let (mut single, mut batched) = (Vec::new(), Vec::new());
         for _ in 0..reps {
@@ -249,13 +244,7 @@ fn main() {
             full_table(&rules[..n_full as usize], &mut pts);
         }
         let base = (n_full + n_batch) as usize - 200_000.min(2 * n_batch as usize);
-        let mut cls: Classifier<u64> = Classifier::new();
-        let mut b = Batch::new();
-        for (i, m) in rules[..base].iter().enumerate() {
-            b.insert(*m, 100, 0, i as u64);
-        }
-        cls.commit(b).expect("valid rules");
-        cls.commit(Batch::new()).expect("empty batch");
+        let mut cls = loaded(&rules[..base]);
         let mut b = Batch::new();
         for m in &rules[base..base + n_batch as usize] {
             b.insert(*m, 100, 0, 1);
