@@ -438,7 +438,10 @@ impl TrieView {
     #[inline]
     pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
         // One loop per node layout.
-        with_arr!(&self.arr, v => advance_in(v, w, bits, width, upto));
+        match &self.arr {
+            Arr::Narrow(v) => advance_narrow(v, w, bits, width, upto),
+            Arr::Wide(v) => advance_in(v, w, bits, width, upto),
+        }
     }
 
     /// Bytes of the node array.
@@ -469,6 +472,49 @@ impl TrieView {
         let mut k = self.kids(i);
         k[b] = to;
         with_arr!(&self.arr, v => v[i as usize].kids_word().store(pack(k), Ordering::Release));
+    }
+}
+
+/// [`advance_in`] for fields of at most 32 bits, in 32-bit arithmetic: a node step's
+/// dependent chain (load, length, address bit, child) is the walk's cost, and with 128-bit
+/// shifts and compares it was 10 to 15% longer (full walks of 1K and 256K-prefix tries).
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // Unpacking the meta and kids words.
+fn advance_narrow(nodes: &[Narrow], w: &mut Walk, bits: u128, width: u8, upto: u8) {
+    if !w.started {
+        w.started = true;
+        w.cur = root_of(nodes);
+    }
+    // The field, left-aligned in the top 32 bits.
+    let a = (bits >> 96) as u32;
+    while !w.done && w.examined <= upto {
+        if w.cur == NIL {
+            w.done = true;
+            break;
+        }
+        let node = &nodes[w.cur as usize];
+        let m = node.meta.load(Ordering::Relaxed);
+        let kids = node.kids.load(Ordering::Acquire);
+        let len = (m >> 8) as u8;
+        let nb = (m >> 32) as u32;
+        let c = ((nb ^ a).leading_zeros() as u8).min(len);
+        if c < len {
+            w.examined = c + 1;
+            w.done = true;
+            break;
+        }
+        if m & 1 != 0 && len > 0 {
+            w.lens |= 1u128 << (len - 1);
+        }
+        if len >= width {
+            w.examined = width;
+            w.done = true;
+            break;
+        }
+        w.examined = len + 1;
+        // `len` < `width` <= 32 here.
+        let b = (a >> (31 - u32::from(len))) & 1;
+        w.cur = (kids >> (32 * b)) as u32;
     }
 }
 
