@@ -106,6 +106,17 @@ trait Repr: Sized + Send + Sync + std::fmt::Debug {
     fn store(&self, p: Parts);
     /// Writer: a copy (for a new array).
     fn copy(&self) -> Self;
+    /// A walk's address (left-aligned) in the arithmetic of this layout: the top 32 bits for
+    /// narrow nodes. A walk's cost is its node step's dependent chain (load, length, address
+    /// bit, child), mostly in cache, and 128-bit shifts and compares made narrow walks 10 to
+    /// 15% longer (full walks of 1K- and 256K-prefix tries).
+    type Addr: Copy;
+    fn addr(bits: u128) -> Self::Addr;
+    /// The node's prefix length and meta word, and how many leading bits of `a` its prefix
+    /// shares (at most its length).
+    fn meet(&self, a: Self::Addr) -> (u8, u64, u8);
+    /// The child on `a`'s path below the node's `len` bits (`len` below the field's width).
+    fn next(&self, a: Self::Addr, len: u8) -> u32;
 }
 
 /// A node of a trie over a field of at most 32 bits (see [`Repr`]).
@@ -174,6 +185,31 @@ impl Repr for Narrow {
             kids: AtomicU64::new(self.kids.load(Ordering::Relaxed)),
         }
     }
+
+    type Addr = u32;
+
+    #[inline]
+    #[allow(clippy::cast_possible_truncation)] // The top 32 bits, on purpose.
+    fn addr(bits: u128) -> u32 {
+        (bits >> 96) as u32
+    }
+
+    #[inline]
+    #[allow(clippy::cast_possible_truncation)] // Unpacking the meta word.
+    fn meet(&self, a: u32) -> (u8, u64, u8) {
+        let m = self.meta.load(Ordering::Relaxed);
+        let len = (m >> 8) as u8;
+        let c = ((((m >> 32) as u32) ^ a).leading_zeros() as u8).min(len);
+        (len, m, c)
+    }
+
+    #[inline]
+    #[allow(clippy::cast_possible_truncation)] // Unpacking the kids word.
+    fn next(&self, a: u32, len: u8) -> u32 {
+        // `len` < the width <= 32.
+        let b = (a >> (31 - u32::from(len))) & 1;
+        (self.kids.load(Ordering::Acquire) >> (32 * b)) as u32
+    }
 }
 
 #[allow(clippy::cast_possible_truncation)] // Splitting the prefix in halves.
@@ -218,6 +254,25 @@ impl Repr for Wide {
             meta: AtomicU64::new(self.meta.load(Ordering::Relaxed)),
             kids: AtomicU64::new(self.kids.load(Ordering::Relaxed)),
         }
+    }
+
+    type Addr = u128;
+
+    #[inline]
+    fn addr(bits: u128) -> u128 {
+        bits
+    }
+
+    #[inline]
+    fn meet(&self, a: u128) -> (u8, u64, u8) {
+        let (nb, m) = self.load();
+        let len = (m >> 8) as u8;
+        (len, m, common_len(nb, a, len))
+    }
+
+    #[inline]
+    fn next(&self, a: u128, len: u8) -> u32 {
+        unpack_kids(self.kids.load(Ordering::Acquire))[bit(a, len)]
     }
 }
 
@@ -438,10 +493,7 @@ impl TrieView {
     #[inline]
     pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
         // One loop per node layout.
-        match &self.arr {
-            Arr::Narrow(v) => advance_narrow(v, w, bits, width, upto),
-            Arr::Wide(v) => advance_in(v, w, bits, width, upto),
-        }
+        with_arr!(&self.arr, v => advance_in(v, w, bits, width, upto));
     }
 
     /// Bytes of the node array.
@@ -475,66 +527,21 @@ impl TrieView {
     }
 }
 
-/// [`advance_in`] for fields of at most 32 bits, in 32-bit arithmetic: a node step's
-/// dependent chain (load, length, address bit, child) is the walk's cost, and with 128-bit
-/// shifts and compares it was 10 to 15% longer (full walks of 1K and 256K-prefix tries).
+/// [`TrieView::advance`] over nodes of one layout, in its arithmetic ([`Repr::addr`]).
 #[inline]
-#[allow(clippy::cast_possible_truncation)] // Unpacking the meta and kids words.
-fn advance_narrow(nodes: &[Narrow], w: &mut Walk, bits: u128, width: u8, upto: u8) {
-    if !w.started {
-        w.started = true;
-        w.cur = root_of(nodes);
-    }
-    // The field, left-aligned in the top 32 bits.
-    let a = (bits >> 96) as u32;
-    while !w.done && w.examined <= upto {
-        if w.cur == NIL {
-            w.done = true;
-            break;
-        }
-        let node = &nodes[w.cur as usize];
-        let m = node.meta.load(Ordering::Relaxed);
-        let kids = node.kids.load(Ordering::Acquire);
-        let len = (m >> 8) as u8;
-        let nb = (m >> 32) as u32;
-        let c = ((nb ^ a).leading_zeros() as u8).min(len);
-        if c < len {
-            w.examined = c + 1;
-            w.done = true;
-            break;
-        }
-        if m & 1 != 0 && len > 0 {
-            w.lens |= 1u128 << (len - 1);
-        }
-        if len >= width {
-            w.examined = width;
-            w.done = true;
-            break;
-        }
-        w.examined = len + 1;
-        // `len` < `width` <= 32 here.
-        let b = (a >> (31 - u32::from(len))) & 1;
-        w.cur = (kids >> (32 * b)) as u32;
-    }
-}
-
-/// [`TrieView::advance`] over nodes of one layout.
-#[inline]
-#[allow(clippy::cast_possible_truncation)] // Unpacking the meta word.
 fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u8) {
     if !w.started {
         w.started = true;
         w.cur = root_of(nodes);
     }
+    let a = R::addr(bits);
     while !w.done && w.examined <= upto {
         if w.cur == NIL {
             w.done = true;
             break;
         }
         let node = &nodes[w.cur as usize];
-        let (nb, m) = node.load();
-        let len = (m >> 8) as u8;
-        let c = common_len(nb, bits, len);
+        let (len, m, c) = node.meet(a);
         if c < len {
             w.examined = c + 1;
             w.done = true;
@@ -549,7 +556,7 @@ fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u
             break;
         }
         w.examined = len + 1;
-        w.cur = unpack_kids(node.kids_word().load(Ordering::Acquire))[bit(bits, len)];
+        w.cur = node.next(a, len);
     }
 }
 
