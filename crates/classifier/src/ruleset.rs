@@ -20,10 +20,10 @@ use crate::PrefixField;
 /// receive batch); longer slices are looked up in chunks of this size.
 pub const BATCH: usize = 32;
 
-/// A change the writer has resolved against the current rules; it cannot fail.
 /// Most rules [`RuleSet::touch_writes`] loads for at once.
 pub(crate) const TOUCH_GROUP: usize = 32;
 
+/// A change the writer has resolved against the current rules; it cannot fail.
 #[derive(Debug)]
 pub(crate) enum Prim<T> {
     Insert(Arc<Rule<T>>),

@@ -590,32 +590,20 @@ impl<T> Subtable<T> {
     /// The hashes with which inserting, replacing or removing the rule `key` names (a match
     /// value, masked by this subtable's mask, or the masked value words) probes this subtable.
     pub(crate) fn write_hashes(&self, key: WriteKey<'_>, seed: u64) -> WriteHashes {
-        let value = match key {
-            WriteKey::Match(value) => value,
-            WriteKey::Values(values) => {
-                let mut partial = Partial::default();
-                let hash = self.hashes(values, seed, &mut partial);
-                return WriteHashes { partial, hash };
+        let mut masked = [0u64; packet::key::KEY_WORDS];
+        let values = match key {
+            WriteKey::Values(values) => values,
+            WriteKey::Match(value) => {
+                let m = &*self.mask;
+                for (o, (i, b)) in masked.iter_mut().zip(m.idx.iter().zip(&m.bits)) {
+                    *o = value.words[usize::from(*i)] & b;
+                }
+                &masked[..m.idx.len()]
             }
         };
-        let m = &*self.mask;
-        let (mut h, mut pos) = (seed, 0);
         let mut partial = Partial::default();
-        for (j, end) in m.stage_ends.iter().enumerate() {
-            let end = usize::from(*end);
-            for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
-                h = mix_at(h, *i, value.words[usize::from(*i)] & b);
-            }
-            pos = end;
-            if j + 1 < m.stage_ends.len() {
-                partial.0[partial.1] = finish(h);
-                partial.1 += 1;
-            }
-        }
-        WriteHashes {
-            partial,
-            hash: finish(h),
-        }
+        let hash = self.hashes(values, seed, &mut partial);
+        WriteHashes { partial, hash }
     }
 
     /// Loads what the probes of `h` ([`Subtable::write_hashes`]) read first: the home cell
