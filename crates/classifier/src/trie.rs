@@ -46,13 +46,16 @@
 //!   which the spare takes at once and the other version at its replay; the old one is no longer
 //!   written and stays whole for the readers still on it.
 //!
-//! ## The writer's jump table
+//! ## The jump table
 //!
-//! Walks from the root cost the writer one cache miss a node (about 18 nodes to a leaf in a trie
-//! of 256K random /32s). The writer keeps a table of its own ([`Jump`]), indexed by the address
-//! bits below the root's prefix, of nodes on the way: an insertion starts there, two or three
-//! nodes above where it links. The table is only ever valid, not exact (see [`Jump`]), and is made
-//! again, at the next insertion, after a re-layout or rebuild and once the trie has doubled.
+//! Walks from the root cost one cache miss a node at 256K prefixes (about 18 nodes to a leaf in a
+//! trie of 256K random /32s). Each array has a table ([`Jump`]), indexed by the address bits below
+//! the root's prefix, of nodes on the way and, for fields of at most 32 bits, of the live prefix
+//! lengths above them. The writer's insertions start there, two or three nodes above where they
+//! link; readers' walks start there too and learn what a walk from the root would. The table is
+//! made with every new array (a re-layout or rebuild, in the pass that writes the array), copied
+//! with an array grown in place, and made again, as a new view of the same array, once the trie
+//! has doubled. Its nodes are only ever valid, its lengths exact (see [`Jump`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -320,10 +323,14 @@ fn grown<R: Repr>(v: &[R], len: usize) -> Vec<R> {
     out
 }
 
-/// An array of `len` holding `nodes` first (the rest unused).
-fn built<R: Repr>(nodes: &[Parts], len: usize) -> Vec<R> {
+/// An array of `len` holding `nodes` first (the rest unused), calling `each` with every node
+/// and its position.
+fn built<R: Repr>(nodes: &[Parts], len: usize, mut each: impl FnMut(usize, &Parts)) -> Vec<R> {
     let mut out = Vec::with_capacity(len);
-    out.extend(nodes.iter().map(|p| R::new(*p)));
+    out.extend(nodes.iter().enumerate().map(|(i, p)| {
+        each(i, p);
+        R::new(*p)
+    }));
     out.resize_with(len.max(nodes.len()), || R::new(EMPTY));
     out
 }
@@ -413,12 +420,15 @@ impl Walk {
 #[derive(Debug, Clone)]
 pub(crate) struct TrieView {
     arr: Arr,
+    /// The array's [`Jump`] table (empty for a small trie).
+    jump: Arc<Jump>,
 }
 
 impl Default for TrieView {
     fn default() -> Self {
         TrieView {
             arr: Arr::Wide(Arc::new(Vec::new())),
+            jump: Arc::default(),
         }
     }
 }
@@ -446,13 +456,15 @@ pub(crate) fn prefix_mask(len: u8) -> u128 {
 }
 
 impl TrieView {
-    /// True if `other` reads the same array.
+    /// True if `other` reads the same array and the same jump table (a table made again for
+    /// the same array is a new view: the old one is no longer kept).
     pub(crate) fn same(&self, other: &TrieView) -> bool {
-        match (&self.arr, &other.arr) {
-            (Arr::Narrow(a), Arr::Narrow(b)) => Arc::ptr_eq(a, b),
-            (Arr::Wide(a), Arr::Wide(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
+        Arc::ptr_eq(&self.jump, &other.jump)
+            && match (&self.arr, &other.arr) {
+                (Arr::Narrow(a), Arr::Narrow(b)) => Arc::ptr_eq(a, b),
+                (Arr::Wide(a), Arr::Wide(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
     }
 
     /// `(bits, len, live)` of node `i`.
@@ -492,16 +504,25 @@ impl TrieView {
     /// the whole depth of the trie.
     #[inline]
     pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
+        if !w.started {
+            // From the jump table's node, with the lengths above it, where it has one.
+            if let Some((n, lens)) = self.jump.reader_start(bits) {
+                w.started = true;
+                w.cur = n;
+                w.lens = u128::from(lens);
+            }
+        }
         // One loop per node layout.
         with_arr!(&self.arr, v => advance_in(v, w, bits, width, upto));
     }
 
-    /// Bytes of the node array.
+    /// Bytes of the node array and its jump table.
     pub(crate) fn heap_bytes(&self) -> usize {
-        match &self.arr {
-            Arr::Narrow(v) => v.len() * std::mem::size_of::<Narrow>(),
-            Arr::Wide(v) => v.len() * std::mem::size_of::<Wide>(),
-        }
+        self.jump.heap_bytes()
+            + match &self.arr {
+                Arr::Narrow(v) => v.len() * std::mem::size_of::<Narrow>(),
+                Arr::Wide(v) => v.len() * std::mem::size_of::<Wide>(),
+            }
     }
 
     /// Writer: node `i` takes `p` (no walk can reach it).
@@ -581,10 +602,7 @@ pub(crate) struct Trie {
     n_live: usize,
     /// Nodes allocated or freed since the last [`Trie::relayout`].
     n_changes: usize,
-    /// Where insertions start.
-    jump: Jump,
-    /// Live nodes when `jump` was made; 0 after a re-layout or rebuild emptied it (see
-    /// [`Trie::jump_stale`]).
+    /// Live nodes when the view's [`Jump`] table was made (see [`Trie::jump_stale`]).
     jump_live: usize,
     /// The field's width in bits.
     width: u8,
@@ -594,80 +612,125 @@ pub(crate) struct Trie {
 /// proptests' small tries have one).
 const JUMP_MIN: usize = if cfg!(test) { 4 } else { 1024 };
 
-/// Most index bits of a [`Jump`] table (a table of 4 MB).
+/// Most index bits of a [`Jump`] table (a table of 8 MB).
 const JUMP_MAX_BITS: u8 = 20;
 
-/// The writer's shortcut into its trie (readers never use it). For each value of the `k`
-/// address bits that follow the first `base` bits (which every indexed address shares with
-/// `bits`), a linked node on the path of every such address, of length at most `base + k`, or
-/// `NIL`. An insertion of a prefix at least `base + k` bits long starts there instead of at the
-/// root: in a trie of 256K random prefixes a walk from the root visits about 18 nodes, most of
-/// them cache misses, a walk from the table two or three.
+/// The entry of node `node` with prefix lengths `lens` (see [`Jump`]).
+fn entry(node: u32, lens: u32) -> u64 {
+    u64::from(node) | u64::from(lens) << 32
+}
+
+/// The node and the prefix lengths of an entry.
+#[allow(clippy::cast_possible_truncation)] // Unpacking halves.
+fn unentry(e: u64) -> (u32, u32) {
+    (e as u32, (e >> 32) as u32)
+}
+
+/// Bit `len - 1`, as an entry's prefix lengths have length `len` (1..=32), else 0.
+fn len_bit(len: u8) -> u32 {
+    if (1..=32).contains(&len) {
+        1 << (len - 1)
+    } else {
+        0
+    }
+}
+
+/// A shortcut into a trie, for its writer and its readers. For each value of the `k` address
+/// bits that follow the first `base` bits (which every indexed address shares with `bits`), an
+/// entry holds:
 ///
-/// Valid, not exact: an insertion links new nodes but never unlinks a node or changes one, so
-/// every entry stays on its path (a node linked since, above or below it, is only not used until
-/// the table is made again); a removal that unlinks a node points that node's entries at its
-/// parent ([`Jump::unlinked`]); a re-layout or a rebuild (new positions) empties it, and the
-/// next insertion makes it again ([`Trie::remake_jump`]).
-#[derive(Debug, Default, Clone)]
+/// - a linked node on the path of every such address, of length at most `base + k`, or `NIL`. An
+///   insertion of a prefix at least `base + k` bits long starts there instead of at the root (in a
+///   trie of 256K random prefixes a walk from the root visits about 18 nodes, most of them cache
+///   misses, a walk from the table two or three), and so does a reader's walk;
+/// - for a field of at most 32 bits, the lengths of the live prefixes of at most `base + k` bits
+///   that every such address has (bit `len - 1`): what a walk from the root would have learnt above
+///   the node, so that a reader's walk may start at the node and end with the same lengths and the
+///   same `examined` (below).
+///
+/// The node is valid, not exact: an insertion links new nodes but never unlinks a node or changes
+/// one, so every entry stays on its path (a node linked since, above or below it, is only not used
+/// until the table is made again); a removal that unlinks a node points that node's entries at its
+/// parent ([`Jump::unlinked`]); a table made again for a trie that doubled is a new one, which
+/// versions take as a new view ([`TrieView::same`]). The lengths are exact: a prefix of at most
+/// `base + k` bits that becomes live or stops being live sets or clears its bit in every entry of
+/// its range ([`Jump::set_len`]), at the moment its live flag changes in the node array, so a
+/// reader sees the lengths the trie has as the writer changes it (a superset of its version's, as
+/// the trie's own flags). A re-layout or a rebuild (new positions) makes a new table with the new
+/// array, and an array grown in place ([`Trie::reserve`]) takes a copy: readers of the old array
+/// keep a table that names only nodes of theirs.
+///
+/// A reader's walk from an entry's node ends as the walk from the root would: every address of
+/// the entry reaches that node (its prefix is one of theirs and it is linked), the walk from the
+/// root would have passed it with `examined` at most its length (a walk stops early only past the
+/// length it was asked for, and then it is asked no more than it knows; a skip consults
+/// `min(examined, plen)` bits), and from there both read the same nodes.
+#[derive(Debug, Default)]
 struct Jump {
     bits: u128,
     base: u8,
     k: u8,
-    at: Vec<u32>,
+    /// True if entries keep prefix lengths (fields of at most 32 bits).
+    lens: bool,
+    at: Box<[AtomicU64]>,
 }
 
 impl Jump {
     /// The table for a trie of `live` nodes over a field of `width` bits, whose root is
-    /// `root`, with `node(i)` the prefix, length and children of node `i`: about a quarter as
-    /// many entries as nodes. Visits only the nodes of at most `base + k` bits (about as many as
-    /// the table has entries), each once.
+    /// `root`, with `node(i)` the prefix, length, live flag and children of node `i`: about a
+    /// quarter as many entries as nodes. Visits only the nodes of at most `base + k` bits
+    /// (about as many as the table has entries), each once.
     fn build(
         root: u32,
         live: usize,
         width: u8,
-        node: impl Fn(u32) -> (u128, u8, [u32; 2]),
+        node: impl Fn(u32) -> (u128, u8, bool, [u32; 2]),
     ) -> Jump {
         if root == NIL {
             return Jump::default();
         }
-        let (rb, rl, _) = node(root);
-        let Some(mut j) = Jump::sized(rb, rl, live, width) else {
+        let (rb, rl, _, _) = node(root);
+        let Some((j, mut at)) = Jump::sized(rb, rl, live, width) else {
             return Jump::default();
         };
         let end = j.base + j.k;
+        let bit = |len: u8, live: bool| if j.lens && live { len_bit(len) } else { 0 };
         // Each node takes the parts of its range that no child of at most `base + k` bits
-        // holds; the children fill theirs (every entry is written once).
-        let mut stack = vec![root];
-        while let Some(i) = stack.pop() {
-            let (bits, len, child) = node(i);
+        // holds; the children fill theirs (every entry is written once). With each node on the
+        // stack, the lengths above it.
+        let mut stack = vec![(root, 0u32)];
+        while let Some((i, above)) = stack.pop() {
+            let (bits, len, is_live, child) = node(i);
             let Some((lo, hi)) = j.range(bits, len) else {
                 continue;
             };
+            let lens = above | bit(len, is_live);
+            let e = entry(i, lens);
             if len >= end {
-                j.at[lo..hi].fill(i);
+                at[lo..hi].fill(e);
                 continue;
             }
             let half = (hi - lo) / 2;
             for (b, &c) in child.iter().enumerate() {
                 let (slo, shi) = (lo + b * half, lo + (b + 1) * half);
                 let shallow = (c != NIL).then(|| node(c)).filter(|n| n.1 <= end);
-                match shallow.and_then(|(cb, cl, _)| j.range(cb, cl)) {
+                match shallow.and_then(|(cb, cl, _, _)| j.range(cb, cl)) {
                     Some((clo, chi)) => {
-                        j.at[slo..clo].fill(i);
-                        j.at[chi..shi].fill(i);
-                        stack.push(c);
+                        at[slo..clo].fill(e);
+                        at[chi..shi].fill(e);
+                        stack.push((c, lens));
                     }
-                    None => j.at[slo..shi].fill(i),
+                    None => at[slo..shi].fill(e),
                 }
             }
         }
-        j
+        j.with(at)
     }
 
-    /// An empty table (every entry `NIL`) for a trie of `live` nodes over a field of `width`
-    /// bits whose root has prefix `bits`/`len`, or `None` if the trie is too small for one.
-    fn sized(bits: u128, len: u8, live: usize, width: u8) -> Option<Jump> {
+    /// An empty table for a trie of `live` nodes over a field of `width` bits whose root has
+    /// prefix `bits`/`len`, and its entries (all `NIL`) to fill, or `None` if the trie is too
+    /// small for one.
+    fn sized(bits: u128, len: u8, live: usize, width: u8) -> Option<(Jump, Vec<u64>)> {
         if live < JUMP_MIN {
             return None;
         }
@@ -676,61 +739,72 @@ impl Jump {
             .min(JUMP_MAX_BITS)
             .min(width.saturating_sub(len))
             .min(127u8.saturating_sub(len));
-        (k > 0).then(|| Jump {
-            bits,
-            base: len,
-            k,
-            at: vec![NIL; 1 << k],
+        (k > 0).then(|| {
+            let j = Jump {
+                bits,
+                base: len,
+                k,
+                lens: width <= 32,
+                at: Box::default(),
+            };
+            (j, vec![entry(NIL, 0); 1 << k])
         })
     }
 
-    /// The table for a trie whose nodes `1..n` are all linked and in pre-order (as a re-layout
-    /// or a rebuild leaves them), with `node(i)` the prefix and length of node `i`: one
-    /// sequential pass in which every node of at most `base + k` bits fills its whole range
-    /// and the deeper ones, which come later, overwrite theirs. [`Jump::build`] visits fewer
-    /// nodes but in the order of the trie, a cache miss each; this pass costs none.
-    fn build_preorder(
-        root: u32,
-        n: usize,
-        live: usize,
-        width: u8,
-        node: impl Fn(u32) -> (u128, u8),
-    ) -> Jump {
-        if root == NIL {
-            return Jump::default();
+    /// The table with entries `at`.
+    fn with(self, at: Vec<u64>) -> Jump {
+        Jump {
+            at: at.into_iter().map(AtomicU64::new).collect(),
+            ..self
         }
-        let (rb, rl) = node(root);
-        let Some(mut j) = Jump::sized(rb, rl, live, width) else {
-            return Jump::default();
-        };
-        for i in 1..u32::try_from(n).expect("fewer than 4G trie nodes") {
-            let (bits, len) = node(i);
-            if let Some((lo, hi)) = j.range(bits, len) {
-                j.at[lo..hi].fill(i);
-            }
+    }
+
+    /// A copy, for a copy of the node array.
+    fn copy(&self) -> Jump {
+        Jump {
+            at: self
+                .at
+                .iter()
+                .map(|e| AtomicU64::new(e.load(Ordering::Relaxed)))
+                .collect(),
+            ..*self
         }
-        j
     }
 
     /// The entries that addresses under prefix `bits`/`len` index (all of them for a prefix
     /// of the table's own), or `None` if they index none or the prefix is longer than
     /// `base + k`.
     fn range(&self, bits: u128, len: u8) -> Option<(usize, usize)> {
-        if self.at.is_empty() || len > self.base + self.k {
+        // `k` is 0 only in a table without entries.
+        if self.k == 0 || len > self.base + self.k {
             return None;
         }
         if len <= self.base {
-            return (common_len(bits, self.bits, len) == len).then_some((0, self.at.len()));
+            return (common_len(bits, self.bits, len) == len).then_some((0, 1 << self.k));
         }
         let lo = self.index(bits)?;
         Some((lo, lo + (1 << (self.base + self.k - len))))
     }
 
-    /// The entry of address `bits`, if it shares the table's first `base` bits.
+    /// The entry of address `bits`, if the table has entries and the address shares its first
+    /// `base` bits.
+    #[inline]
     #[allow(clippy::cast_possible_truncation)] // At most `JUMP_MAX_BITS` bits.
     fn index(&self, bits: u128) -> Option<usize> {
-        (common_len(bits, self.bits, self.base) == self.base)
+        (self.k > 0 && common_len(bits, self.bits, self.base) == self.base)
             .then(|| ((bits << self.base) >> (128 - u32::from(self.k))) as usize)
+    }
+
+    /// Where a reader's walk along `bits` may start: the entry's node and the live prefix
+    /// lengths it has (see [`Jump`]), if the table keeps lengths and has a node there.
+    #[inline]
+    fn reader_start(&self, bits: u128) -> Option<(u32, u32)> {
+        if !self.lens {
+            return None;
+        }
+        let e = self.at.get(self.index(bits)?)?.load(Ordering::Acquire);
+        let (n, lens) = unentry(e);
+        (n != NIL).then_some((n, lens))
     }
 
     /// Where an insertion of prefix `bits`/`len` may start: a linked node on its path, of
@@ -740,22 +814,111 @@ impl Jump {
         if self.at.is_empty() || len < self.base + self.k {
             return None;
         }
-        let n = self.at[self.index(bits)?];
+        let n = unentry(self.at[self.index(bits)?].load(Ordering::Relaxed)).0;
         (n != NIL).then_some(n)
     }
 
+    /// The prefix `bits`/`len` became live (`live`) or stopped being live: its length in every
+    /// entry of its range.
+    fn set_len(&self, bits: u128, len: u8, live: bool) {
+        if !self.lens || len == 0 {
+            return;
+        }
+        let Some((lo, hi)) = self.range(bits, len) else {
+            return;
+        };
+        let b = u64::from(len_bit(len)) << 32;
+        for e in &self.at[lo..hi] {
+            let v = e.load(Ordering::Relaxed);
+            e.store(if live { v | b } else { v & !b }, Ordering::Release);
+        }
+    }
+
     /// Node `node` (prefix `bits`/`len`) was unlinked from `parent` (the sentinel for the
-    /// root): its entries take the parent, which is on the same paths and shorter.
-    fn unlinked(&mut self, node: u32, bits: u128, len: u8, parent: u32) {
+    /// root): its entries take the parent, which is on the same paths and shorter, and keep
+    /// their lengths.
+    fn unlinked(&self, node: u32, bits: u128, len: u8, parent: u32) {
         let Some((lo, hi)) = self.range(bits, len) else {
             return;
         };
         let to = if parent == SENTINEL { NIL } else { parent };
-        for e in &mut self.at[lo..hi] {
-            if *e == node {
-                *e = to;
+        for e in &self.at[lo..hi] {
+            let (n, lens) = unentry(e.load(Ordering::Relaxed));
+            if n == node {
+                e.store(entry(to, lens), Ordering::Release);
             }
         }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.at.len() * 8
+    }
+}
+
+/// A [`Jump`] table made from nodes as [`Trie::install`] lays them out (the sentinel, then the
+/// root and the rest in pre-order, at their positions), in the pass that writes them into the
+/// array: no pass of its own over the nodes. A node of at most `base + k` bits writes the part
+/// of its range before the next such node below it (its descendants come right after it), and
+/// the rest when the pass leaves its subtree: every entry is written once.
+struct JumpFill {
+    j: Jump,
+    at: Vec<u64>,
+    /// Open ranges, outermost first: (entry, end of the range, first entry not written).
+    open: Vec<(u64, usize, usize)>,
+}
+
+impl JumpFill {
+    /// For `nodes` over a field of `width` bits, or `None` if the trie is too small for a table.
+    fn new(nodes: &[Parts], width: u8) -> Option<JumpFill> {
+        let root = nodes.first().map(|s| s.child[0]).filter(|r| *r != NIL)?;
+        let r = &nodes[root as usize];
+        let (j, at) = Jump::sized(r.bits, r.len, nodes.len() - 1, width)?;
+        Some(JumpFill {
+            j,
+            at,
+            open: Vec::new(),
+        })
+    }
+
+    /// Node `i` is `p` (called for every node in order, the sentinel too).
+    #[inline]
+    fn add(&mut self, i: usize, p: &Parts) {
+        if i == 0 || p.len > self.j.base + self.j.k {
+            return;
+        }
+        let Some((lo, hi)) = self.j.range(p.bits, p.len) else {
+            return;
+        };
+        self.close(lo);
+        let above = self.open.last_mut().map_or(0, |(e, _, next)| {
+            self.at[*next..lo].fill(*e);
+            *next = hi;
+            unentry(*e).1
+        });
+        let lens = above
+            | if self.j.lens && p.count > 0 {
+                len_bit(p.len)
+            } else {
+                0
+            };
+        let node = u32::try_from(i).expect("fewer than 4G trie nodes");
+        self.open.push((entry(node, lens), hi, lo));
+    }
+
+    /// Fills the rest of every open range that ends by `upto` and closes it.
+    fn close(&mut self, upto: usize) {
+        while let Some(&(e, hi, next)) = self.open.last() {
+            if hi > upto {
+                break;
+            }
+            self.at[next..hi].fill(e);
+            self.open.pop();
+        }
+    }
+
+    fn finish(mut self) -> Jump {
+        self.close(usize::MAX);
+        self.j.with(self.at)
     }
 }
 
@@ -766,6 +929,7 @@ impl Clone for Trie {
         Trie {
             view: TrieView {
                 arr: self.view.arr.grown(self.view.n_nodes()),
+                jump: Arc::new(self.view.jump.copy()),
             },
             narrow: self.narrow,
             counts: self.counts.clone(),
@@ -775,7 +939,6 @@ impl Clone for Trie {
             next: self.next,
             n_live: self.n_live,
             n_changes: self.n_changes,
-            jump: self.jump.clone(),
             jump_live: self.jump_live,
             width: self.width,
         }
@@ -817,6 +980,8 @@ impl Trie {
         let old = std::mem::replace(&mut self.counts[i as usize], count);
         if (old > 0) != (count > 0) {
             self.view.set_live(i, count > 0);
+            let (bits, len, _) = self.view.node(i);
+            self.view.jump.set_len(bits, len, count > 0);
         }
     }
 
@@ -870,6 +1035,9 @@ impl Trie {
         let used = self.next as usize;
         let len = array_len(used.saturating_sub(1), n.max(used / 4));
         self.view.arr = self.view.arr.grown(len);
+        // Positions stay: the table too, in a copy (the old array's readers keep the old one,
+        // which names only nodes of their array).
+        self.view.jump = Arc::new(self.view.jump.copy());
         self.counts.resize(len, 0);
     }
 
@@ -886,6 +1054,9 @@ impl Trie {
         };
         self.counts[i as usize] = p.count;
         self.view.store(i, p);
+        if p.count > 0 {
+            self.view.jump.set_len(p.bits, p.len, true);
+        }
         i
     }
 
@@ -918,10 +1089,10 @@ impl Trie {
     /// (a trie rebuilt by a batch) it does nothing and does not call `bits`.
     #[inline]
     pub(crate) fn warm(&self, len: u8, bits: impl FnOnce() -> u128) -> u64 {
-        if self.jump.at.is_empty() {
+        if self.view.jump.at.is_empty() {
             return 0;
         }
-        self.jump.start(bits(), len).map_or(0, |j| {
+        self.view.jump.start(bits(), len).map_or(0, |j| {
             with_arr!(&self.view.arr, v => v.get(j as usize).map_or(0, |n| {
                 n.load().1 ^ n.kids_word().load(Ordering::Relaxed)
             }))
@@ -933,7 +1104,7 @@ impl Trie {
     /// node's child on the prefix's side, or the root).
     #[allow(clippy::type_complexity)]
     fn start(&self, bits: u128, len: u8) -> Result<u32, ((u32, usize), u32)> {
-        if let Some(j) = self.jump.start(bits, len) {
+        if let Some(j) = self.view.jump.start(bits, len) {
             let (nb, nl, _) = self.view.node(j);
             if nl <= len && common_len(nb, bits, nl) == nl {
                 if nl == len {
@@ -1161,7 +1332,7 @@ impl Trie {
             };
             self.set_link(parent, replacement);
             let (ab, al, _) = self.view.node(at);
-            self.jump.unlinked(at, ab, al, parent.0);
+            self.view.jump.unlinked(at, ab, al, parent.0);
             self.limbo.push((self.epoch, at));
             self.n_live -= 1;
             self.n_changes += 1;
@@ -1194,26 +1365,11 @@ impl Trie {
     /// Makes the [`Jump`] table again for the trie as it is.
     fn remake_jump(&mut self) {
         let view = &self.view;
-        // No node linked or unlinked since the last re-layout or rebuild: the array is still
-        // the live nodes in pre-order.
-        let jump = if self.n_changes == 0 {
-            Jump::build_preorder(
-                view.root(),
-                self.next as usize,
-                self.n_live,
-                self.width,
-                |i| {
-                    let (bits, len, _) = view.node(i);
-                    (bits, len)
-                },
-            )
-        } else {
-            Jump::build(view.root(), self.n_live, self.width, |i| {
-                let (bits, len, _) = view.node(i);
-                (bits, len, view.kids(i))
-            })
-        };
-        self.jump = jump;
+        let jump = Jump::build(view.root(), self.n_live, self.width, |i| {
+            let (bits, len, live) = view.node(i);
+            (bits, len, live, view.kids(i))
+        });
+        self.view.jump = Arc::new(jump);
         self.jump_live = self.n_live;
     }
 
@@ -1254,10 +1410,17 @@ impl Trie {
     fn install(&mut self, nodes: &[Parts], extra: usize) {
         let live = nodes.len() - 1;
         let len = array_len(live, extra);
+        // The table is made in the same pass, for the readers of the new array too.
+        let mut fill = JumpFill::new(nodes, self.width);
+        let each = |i: usize, p: &Parts| {
+            if let Some(f) = fill.as_mut() {
+                f.add(i, p);
+            }
+        };
         self.view.arr = if self.narrow {
-            Arr::Narrow(Arc::new(built(nodes, len)))
+            Arr::Narrow(Arc::new(built(nodes, len, each)))
         } else {
-            Arr::Wide(Arc::new(built(nodes, len)))
+            Arr::Wide(Arc::new(built(nodes, len, each)))
         };
         self.counts.clear();
         self.counts.extend(nodes.iter().map(|p| p.count));
@@ -1267,9 +1430,8 @@ impl Trie {
         self.limbo.clear();
         self.n_live = live;
         self.n_changes = 0;
-        // Made at the next in-place insertion: a batch that rebuilds the trie needs none.
-        self.jump = Jump::default();
-        self.jump_live = 0;
+        self.view.jump = Arc::new(fill.map_or_else(Jump::default, JumpFill::finish));
+        self.jump_live = live;
     }
 
     /// Applies `changes` (net count changes per prefix, sorted by `(bits, len)`, each prefix
@@ -1343,10 +1505,7 @@ impl Trie {
 
     /// Bytes the writer holds besides the node array.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.counts.capacity() * 4
-            + self.free.capacity() * 4
-            + self.limbo.capacity() * 16
-            + self.jump.at.capacity() * 4
+        self.counts.capacity() * 4 + self.free.capacity() * 4 + self.limbo.capacity() * 16
     }
 }
 
@@ -1428,9 +1587,21 @@ fn build_range(
 mod tests {
     use super::*;
 
+    impl TrieView {
+        /// The array's address, whichever its layout.
+        fn arr_ptr(&self) -> usize {
+            match &self.arr {
+                Arr::Narrow(a) => Arc::as_ptr(a) as usize,
+                Arr::Wide(a) => Arc::as_ptr(a) as usize,
+            }
+        }
+    }
+
     impl Trie {
         /// Every [`Jump`] entry is `NIL` or a node linked in the trie, of at most `base + k`
-        /// bits, whose prefix is a prefix of every address that indexes the entry.
+        /// bits, whose prefix is a prefix of every address that indexes the entry; and its
+        /// lengths are those of the live prefixes of at most `base + k` bits every such address
+        /// has (none for a wide field).
         fn check_jump(&self) {
             let mut linked = std::collections::HashSet::new();
             let mut stack = vec![self.view.root()];
@@ -1440,16 +1611,31 @@ mod tests {
                     stack.extend(self.view.kids(n));
                 }
             }
-            let j = &self.jump;
-            for (e, &n) in j.at.iter().enumerate() {
+            let j = &*self.view.jump;
+            let end = j.base + j.k;
+            for (e, v) in j.at.iter().enumerate() {
+                let (n, lens) = unentry(v.load(Ordering::Relaxed));
+                let addr = (j.bits & prefix_mask(j.base))
+                    | (e as u128) << (128 - u32::from(j.base) - u32::from(j.k));
+                let want = if j.lens {
+                    let mut want = 0;
+                    for &i in &linked {
+                        let (nb, nl, live) = self.view.node(i);
+                        if live && nl <= end && common_len(nb, addr, nl) == nl {
+                            want |= len_bit(nl);
+                        }
+                    }
+                    want
+                } else {
+                    0
+                };
+                assert_eq!(lens, want, "entry {e}: lengths {lens:#x}, want {want:#x}");
                 if n == NIL {
                     continue;
                 }
                 assert!(linked.contains(&n), "entry {e}: node {n} is not linked");
                 let (nb, nl, _) = self.view.node(n);
-                assert!(nl <= j.base + j.k, "entry {e}: node {n} is {nl} bits long");
-                let addr = (j.bits & prefix_mask(j.base))
-                    | (e as u128) << (128 - u32::from(j.base) - u32::from(j.k));
+                assert!(nl <= end, "entry {e}: node {n} is {nl} bits long");
                 assert_eq!(
                     common_len(nb, addr, nl),
                     nl,
@@ -1458,12 +1644,40 @@ mod tests {
             }
         }
 
+        /// Walks along `v` asked for each length in turn, from the jump table and from the
+        /// root, learn the same lengths and the same examined bits at every step.
+        fn check_walks_from_the_table(&self, v: u128) {
+            let root = TrieView {
+                arr: self.view.arr.clone(),
+                jump: Arc::default(),
+            };
+            let (mut a, mut b) = (Walk::default(), Walk::default());
+            for upto in 0..=self.width {
+                self.view.advance(&mut a, v, self.width, upto);
+                root.advance(&mut b, v, self.width, upto);
+                assert!(a.knows(upto) && b.knows(upto), "{v:#x} upto {upto}");
+                let (ma, mb) = (a.m(), b.m());
+                let low = if upto >= 128 {
+                    u128::MAX
+                } else {
+                    (1u128 << upto) - 1
+                };
+                assert_eq!(ma.lens & low, mb.lens & low, "{v:#x} upto {upto}");
+                assert_eq!(
+                    ma.examined.min(upto),
+                    mb.examined.min(upto),
+                    "{v:#x} upto {upto}"
+                );
+            }
+        }
+
         /// Every [`Jump`] entry is the deepest node of at most `base + k` bits on its path (as
         /// a table just made has it).
         fn check_jump_exact(&self) {
-            let j = &self.jump;
+            let j = &*self.view.jump;
             let end = j.base + j.k;
-            for (e, &n) in j.at.iter().enumerate() {
+            for (e, v) in j.at.iter().enumerate() {
+                let n = unentry(v.load(Ordering::Relaxed)).0;
                 let addr = (j.bits & prefix_mask(j.base))
                     | (e as u128) << (128 - u32::from(j.base) - u32::from(j.k));
                 let (mut cur, mut best) = (self.view.root(), NIL);
@@ -1553,7 +1767,11 @@ mod tests {
             let (b, l) = v4(0x0ac8_0000 + (a << 8), 24);
             t.insert(b, l);
         }
-        assert!(t.view().same(&view), "no re-layout in this test");
+        assert_eq!(
+            t.view().arr_ptr(),
+            view.arr_ptr(),
+            "no re-layout in this test"
+        );
         view.advance(&mut w, addr, 32, 32);
         assert!(
             w.m().has_len(8) && w.m().has_len(24),
@@ -1590,10 +1808,12 @@ mod tests {
             add(&mut t, &mut list, &mut rng);
         }
         t.relayout();
-        // The table is made at the next insertion, from the new array.
-        assert!(t.jump_stale() && t.jump.at.is_empty());
+        // The table is made with the new array.
+        assert!(!t.jump_stale());
+        assert!(t.view.jump.k >= 8, "a table of {} bits", t.view.jump.k);
+        t.check_jump_exact();
+        t.check_jump();
         add(&mut t, &mut list, &mut rng);
-        assert!(t.jump.k >= 8, "a table of {} bits", t.jump.k);
         t.check_jump();
         t.remake_jump();
         t.check_jump_exact();
@@ -1626,6 +1846,7 @@ mod tests {
                 }
             }
             assert_eq!(t.lookup(v, 32).lens, want);
+            t.check_walks_from_the_table(v);
         }
         // Made again from the trie as it is (not laid out again), exact again.
         t.remake_jump();

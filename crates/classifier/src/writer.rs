@@ -189,6 +189,10 @@ pub struct Classifier<T> {
     valid_next: usize,
     prefixes: Arc<[PrefixField]>,
     next_seq: u64,
+    /// True while the commit being applied has one operation: only then do insertions load
+    /// their tries' jump entries ahead ([`Classifier::warm_tries`]), as only a single
+    /// insertion walks from the table (a batch's insertions walk from a finger, or rebuild).
+    one_op: bool,
     /// The writer's side of the prefix tries, which both versions read (see [`crate::trie`]).
     tries: Vec<Trie>,
     /// Versions published so far (the tries' nodes are reused by this count).
@@ -268,6 +272,7 @@ impl<T> Classifier<T> {
             tries: prefixes.iter().map(|p| Trie::new(p.field.width)).collect(),
             prefixes,
             next_seq: 0,
+            one_op: false,
             n_published: 0,
         })
     }
@@ -399,6 +404,7 @@ impl<T> Classifier<T> {
         }
         self.sync_spare();
         let mut ops = batch.ops;
+        self.one_op = ops.len() == 1;
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.len());
         let mut out = Vec::with_capacity(ops.len());
         let mut x = 0;
@@ -592,7 +598,9 @@ impl<T> Classifier<T> {
             stats: Arc::default(),
             payload,
         };
-        self.warm_tries(&probe);
+        if self.one_op {
+            self.warm_tries(&probe);
+        }
         let old = if known_new {
             debug_assert!(
                 self.spare_mut()
@@ -873,6 +881,7 @@ impl<T> Ops<'_, T> {
                 .map(|h| (&h.mask, WriteKey::Values(h.values.as_slice())));
             std::hint::black_box(self.cls.spare.touch_writes(rules));
         }
+        self.cls.one_op = self.n == 1;
         for h in std::mem::take(&mut self.held) {
             let prim = self.cls.prim_insert(
                 (h.mask, h.values),
