@@ -51,7 +51,7 @@
 //! Walks from the root cost one cache miss a node at 256K prefixes (about 18 nodes to a leaf in a
 //! trie of 256K random /32s). Each array has a table ([`Jump`]), indexed by the address bits below
 //! the root's prefix, of nodes on the way and, for fields of at most 32 bits, of the live prefix
-//! lengths above them. The writer's insertions start there, two or three nodes above where they
+//! lengths above them. The writer's insertions start there, three or four nodes above where they
 //! link; readers' walks start there too and learn what a walk from the root would. The table is
 //! made with every new array (a re-layout or rebuild, in the pass that writes the array), copied
 //! with an array grown in place, and made again, as a new view of the same array, once the trie
@@ -642,7 +642,7 @@ fn len_bit(len: u8) -> u32 {
 /// - a linked node on the path of every such address, of length at most `base + k`, or `NIL`. An
 ///   insertion of a prefix at least `base + k` bits long starts there instead of at the root (in a
 ///   trie of 256K random prefixes a walk from the root visits about 18 nodes, most of them cache
-///   misses, a walk from the table two or three), and so does a reader's walk;
+///   misses, a walk from the table three or four), and so does a reader's walk;
 /// - for a field of at most 32 bits, the lengths of the live prefixes of at most `base + k` bits
 ///   that every such address has (bit `len - 1`): what a walk from the root would have learnt above
 ///   the node, so that a reader's walk may start at the node and end with the same lengths and the
@@ -677,8 +677,8 @@ struct Jump {
 
 impl Jump {
     /// The table for a trie of `live` nodes over a field of `width` bits, whose root is
-    /// `root`, with `node(i)` the prefix, length, live flag and children of node `i`: about a
-    /// quarter as many entries as nodes. Visits only the nodes of at most `base + k` bits
+    /// `root`, with `node(i)` the prefix, length, live flag and children of node `i` (sized as
+    /// [`Jump::sized`] says). Visits only the nodes of at most `base + k` bits
     /// (about as many as the table has entries), each once.
     fn build(
         root: u32,
@@ -729,12 +729,16 @@ impl Jump {
 
     /// An empty table for a trie of `live` nodes over a field of `width` bits whose root has
     /// prefix `bits`/`len`, and its entries (all `NIL`) to fill, or `None` if the trie is too
-    /// small for one.
+    /// small for one. About a sixteenth as many entries as nodes: making the table with a new
+    /// array costs about a node's worth of work for every node of at most `base + k` bits, and
+    /// at a quarter (as the writer's own table had before readers used it) that was 2.5 ms
+    /// for a trie of 262,144 random /32s, 6 ms of a 100,000-rule batch's 70; at a sixteenth it
+    /// is 1 ms, and walks from the table, a node or two longer, were as fast.
     fn sized(bits: u128, len: u8, live: usize, width: u8) -> Option<(Jump, Vec<u64>)> {
         if live < JUMP_MIN {
             return None;
         }
-        let want = u8::try_from(usize::BITS - (live / 4).leading_zeros()).unwrap_or(JUMP_MAX_BITS);
+        let want = u8::try_from(usize::BITS - (live / 16).leading_zeros()).unwrap_or(JUMP_MAX_BITS);
         let k = want
             .min(JUMP_MAX_BITS)
             .min(width.saturating_sub(len))
@@ -880,8 +884,9 @@ impl JumpFill {
         })
     }
 
-    /// Node `i` is `p` (called for every node in order, the sentinel too).
-    #[inline]
+    /// Node `i` is `p` (called for every node in order, the sentinel too). Inlined into the
+    /// pass: as a call it took four times as long as the pass itself.
+    #[inline(always)]
     fn add(&mut self, i: usize, p: &Parts) {
         if i == 0 || p.len > self.j.base + self.j.k {
             return;
