@@ -100,17 +100,6 @@ impl TrieCtx<'_> {
         w.m()
     }
 
-    /// True if a trie walk already made for this lookup proves that no rule with mask `m`
-    /// matches. Walks no further (a hit must not pay for a walk) and consults nothing by
-    /// itself: the caller explains the miss with [`Subtable::explain_miss`].
-    #[inline]
-    pub(crate) fn rules_out(&self, m: &Mask) -> bool {
-        self.walks
-            .iter()
-            .zip(m.trie_plens.iter())
-            .any(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m().has_len(*plen))
-    }
-
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, ORs the
     /// address bits the decision needed into `wc` and returns `true`.
     #[inline]
@@ -775,6 +764,36 @@ impl<T> Subtable<T> {
         tries: &mut TrieCtx<'_>,
         wc: &mut FlowKey,
     ) {
+        self.staged::<false>(key, seed, tries, wc);
+    }
+
+    /// A lookup in stages, as OVS's: the tries, then each stage's index, then the table,
+    /// stopping at the first that proves a miss. ORs into `wc` the bits that proved the miss,
+    /// or the whole mask on a hit. For a subtable the lookup will more likely miss than hit:
+    /// a miss costs only the stages up to the one that proves it, where [`Subtable::find`]
+    /// then [`Subtable::explain_miss`] would hash every word and probe the table first.
+    #[inline]
+    pub(crate) fn find_staged(
+        &self,
+        key: &FlowKey,
+        seed: u64,
+        tries: &mut TrieCtx<'_>,
+        wc: &mut FlowKey,
+    ) -> Option<&Arc<Rule<T>>> {
+        self.staged::<true>(key, seed, tries, wc)
+    }
+
+    /// [`Subtable::explain_miss`] and, if `PROBE`, [`Subtable::find_staged`]: the hash
+    /// chain is the same as [`Subtable::hash_key`]'s, so that the last stage's hash is the
+    /// table's.
+    #[inline(always)]
+    fn staged<const PROBE: bool>(
+        &self,
+        key: &FlowKey,
+        seed: u64,
+        tries: &mut TrieCtx<'_>,
+        wc: &mut FlowKey,
+    ) -> Option<&Arc<Rule<T>>> {
         let m = &*self.mask;
         let mut h = seed;
         let mut pos = 0;
@@ -782,23 +801,31 @@ impl<T> Subtable<T> {
         for j in 0..n {
             if tries.skip(m, m.stage_ids[j], key, wc) {
                 m.or_into(wc, pos);
-                return;
+                return None;
             }
             let end = usize::from(m.stage_ends[j]);
-            if j + 1 == n {
+            if j + 1 == n && !PROBE {
                 break;
             }
             for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
                 h = mix_at(h, *i, key.words[usize::from(*i)] & b);
             }
             pos = end;
+            if j + 1 == n {
+                break;
+            }
             let ph = finish(h);
             if !self.index[j].contains(ph) {
                 m.or_into(wc, end);
-                return;
+                return None;
             }
         }
         m.or_into(wc, m.idx.len());
+        if PROBE {
+            self.find_hashed(key, finish(h))
+        } else {
+            None
+        }
     }
 
     /// True if this subtable's table is too large to stay in cache, so that a batch gains by
