@@ -323,6 +323,64 @@ fn grown<R: Repr>(v: &[R], len: usize) -> Vec<R> {
     out
 }
 
+/// The live nodes of `old` (from `root`), with their `counts`, copied into a new array of
+/// `len` in depth-first order (a node's first child right after it), and their counts by new
+/// position, and how many nodes it laid out; calls `each` with every node copied and its new
+/// position. One pass that copies
+/// node words as they are (only the links change), where a list of [`Parts`] first and the
+/// array from it after moved three times the bytes (single commits of random 5-tuples, all
+/// their growth included: 11 to 22% more commits a second).
+fn relayout_in<R: Repr>(
+    old: &[R],
+    counts: &[u32],
+    root: u32,
+    len: usize,
+    mut each: impl FnMut(usize, &Parts),
+) -> (Vec<R>, Vec<u32>, usize) {
+    let mut out: Vec<R> = Vec::with_capacity(len);
+    let mut cnt: Vec<u32> = Vec::with_capacity(len);
+    out.push(R::new(EMPTY));
+    cnt.push(0);
+    let mut stack: Vec<(u32, u32, usize)> = Vec::new();
+    if root != NIL {
+        stack.push((root, SENTINEL, 0));
+    }
+    while let Some((o, parent, side)) = stack.pop() {
+        let node = &old[o as usize];
+        let kids = unpack_kids(node.kids_word().load(Ordering::Relaxed));
+        let new = u32::try_from(out.len()).expect("fewer than 4G trie nodes");
+        // Second child first on the stack, so the first child is laid out next.
+        for b in [1, 0] {
+            if kids[b] != NIL {
+                stack.push((kids[b], new, b));
+            }
+        }
+        let (bits, meta) = node.load();
+        let count = counts[o as usize];
+        #[allow(clippy::cast_possible_truncation)] // The length byte of the meta word.
+        let p = Parts {
+            bits,
+            len: (meta >> 8) as u8,
+            count,
+            child: [NIL; 2],
+        };
+        each(new as usize, &p);
+        let copy = node.copy();
+        copy.kids_word().store(pack([NIL; 2]), Ordering::Relaxed);
+        out.push(copy);
+        cnt.push(count);
+        // The new array is no reader's yet: plain stores.
+        let link = out[parent as usize].kids_word();
+        let mut k = unpack_kids(link.load(Ordering::Relaxed));
+        k[side] = new;
+        link.store(pack(k), Ordering::Relaxed);
+    }
+    let laid = out.len() - 1;
+    out.resize_with(len.max(out.len()), || R::new(EMPTY));
+    cnt.resize(out.len(), 0);
+    (out, cnt, laid)
+}
+
 /// An array of `len` holding `nodes` first (the rest unused), calling `each` with every node
 /// and its position.
 fn built<R: Repr>(nodes: &[Parts], len: usize, mut each: impl FnMut(usize, &Parts)) -> Vec<R> {
@@ -876,7 +934,12 @@ impl JumpFill {
     fn new(nodes: &[Parts], width: u8) -> Option<JumpFill> {
         let root = nodes.first().map(|s| s.child[0]).filter(|r| *r != NIL)?;
         let r = &nodes[root as usize];
-        let (j, at) = Jump::sized(r.bits, r.len, nodes.len() - 1, width)?;
+        JumpFill::for_root(r.bits, r.len, nodes.len() - 1, width)
+    }
+
+    /// For `live` nodes over a field of `width` bits whose root has prefix `bits`/`len`.
+    fn for_root(bits: u128, len: u8, live: usize, width: u8) -> Option<JumpFill> {
+        let (j, at) = Jump::sized(bits, len, live, width)?;
         Some(JumpFill {
             j,
             at,
@@ -1385,29 +1448,31 @@ impl Trie {
     }
 
     fn relayout_with_room(&mut self, extra: usize) {
-        let mut nodes: Vec<Parts> = Vec::with_capacity(self.n_live + 1);
-        nodes.push(EMPTY);
-        let mut stack: Vec<(u32, u32, usize)> = Vec::new();
+        let live = self.n_live;
+        let len = array_len(live, extra);
         let root = self.view.root();
-        if root != NIL {
-            stack.push((root, SENTINEL, 0));
-        }
-        while let Some((old, parent, side)) = stack.pop() {
-            let node = self.parts(old);
-            let new = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
-            // Second child first on the stack, so the first child is laid out next.
-            for b in [1, 0] {
-                if node.child[b] != NIL {
-                    stack.push((node.child[b], new, b));
-                }
+        let mut fill = (root != NIL)
+            .then(|| self.view.node(root))
+            .and_then(|(bits, l, _)| JumpFill::for_root(bits, l, live, self.width));
+        let each = |i: usize, p: &Parts| {
+            if let Some(f) = fill.as_mut() {
+                f.add(i, p);
             }
-            nodes.push(Parts {
-                child: [NIL; 2],
-                ..node
-            });
-            nodes[parent as usize].child[side] = new;
-        }
-        self.install(&nodes, extra);
+        };
+        let counts = &self.counts;
+        let (arr, counts, laid) = match &self.view.arr {
+            Arr::Narrow(v) => {
+                let (a, c, n) = relayout_in(v, counts, root, len, each);
+                (Arr::Narrow(Arc::new(a)), c, n)
+            }
+            Arr::Wide(v) => {
+                let (a, c, n) = relayout_in(v, counts, root, len, each);
+                (Arr::Wide(Arc::new(a)), c, n)
+            }
+        };
+        debug_assert_eq!(laid, live, "every live node is linked");
+        let jump = fill.map_or_else(Jump::default, JumpFill::finish);
+        self.take(arr, counts, laid, jump);
     }
 
     /// Takes `nodes` (the sentinel first, then the live nodes) as the new array, with room for
@@ -1422,20 +1487,29 @@ impl Trie {
                 f.add(i, p);
             }
         };
-        self.view.arr = if self.narrow {
+        let arr = if self.narrow {
             Arr::Narrow(Arc::new(built(nodes, len, each)))
         } else {
             Arr::Wide(Arc::new(built(nodes, len, each)))
         };
-        self.counts.clear();
-        self.counts.extend(nodes.iter().map(|p| p.count));
-        self.counts.resize(len, 0);
-        self.next = u32::try_from(nodes.len()).expect("fewer than 4G trie nodes");
+        let mut counts: Vec<u32> = Vec::with_capacity(len);
+        counts.extend(nodes.iter().map(|p| p.count));
+        counts.resize(len, 0);
+        let jump = fill.map_or_else(Jump::default, JumpFill::finish);
+        self.take(arr, counts, live, jump);
+    }
+
+    /// Takes `arr` (the sentinel, then `live` nodes, then unused positions), its `counts` and
+    /// its `jump` table as the trie.
+    fn take(&mut self, arr: Arr, counts: Vec<u32>, live: usize, jump: Jump) {
+        self.view.arr = arr;
+        self.counts = counts;
+        self.next = u32::try_from(live + 1).expect("fewer than 4G trie nodes");
         self.free.clear();
         self.limbo.clear();
         self.n_live = live;
         self.n_changes = 0;
-        self.view.jump = Arc::new(fill.map_or_else(Jump::default, JumpFill::finish));
+        self.view.jump = Arc::new(jump);
         self.jump_live = live;
     }
 
