@@ -48,21 +48,24 @@
 //!   stages so far are consulted;
 //! - subtables skipped because of priority consult nothing.
 //!
-//! A hit does not pay for the explanation: the lookup probes the full hash first and walks
-//! the stages only on a miss (the outcome is the same as probing stage by stage), and the
-//! tries' lookup context is made at the first miss. A trie is walked at most once per field
-//! and lookup, resumed only as deep as the prefix lengths asked about need; subtables an
-//! earlier walk already rules out skip their hash probe.
+//! A hit does not pay for the explanation: the lookup probes the first subtable it visits by
+//! the full hash and walks the stages only on a miss (the outcome is the same as probing stage
+//! by stage), and the tries' lookup context is made at that first miss. From then on, the
+//! subtables that follow look up in stages straight away, as OVS does: after a miss the next
+//! subtables more likely miss too, and the stages prove most misses before every word is hashed
+//! and the table probed. A trie is walked at most once per field and lookup, resumed only as
+//! deep as the prefix lengths asked about need.
 //!
 //! Tries are path-compressed binary tries with counts (`trie.rs`), one per field for both
 //! versions: the writer changes the node array in place while readers walk it. The prefix fields
 //! are OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64
 //! bits work too ([`Classifier::with_prefixes`], at most [`MAX_PREFIXES`]). A batch's trie
 //! changes are applied sorted by prefix, and a trie whose nodes changed by a third is laid
-//! out again depth-first, so walks touch few cache lines. The writer inserts from a table of
-//! its own, indexed by the address bits below the root, of nodes a walk from the root would
-//! pass (a few nodes from the leaves instead of about 18 at 256K random prefixes); readers do
-//! not use it. A batch that changes a trie by an
+//! out again depth-first, so walks touch few cache lines. Each node array has a jump table,
+//! indexed by the address bits below the root, of nodes a walk from the root would pass, with
+//! (for fields of at most 32 bits) the live prefix lengths above them: the writer's insertions
+//! and the readers' walks start there (a few nodes from the leaves instead of about 18 at 256K
+//! random prefixes) and learn what a walk from the root would. A batch that changes a trie by an
 //! eighth of its size or more builds it again instead, in one sequential pass over the merged
 //! sorted prefixes (a walk per prefix costs cache misses; the pass costs none). A trie holds a
 //! superset of each version's prefixes: a batch adds its prefixes before it is published, and
