@@ -48,13 +48,12 @@
 //!   stages so far are consulted;
 //! - subtables skipped because of priority consult nothing.
 //!
-//! A hit does not pay for the explanation: the lookup probes the first subtable it visits by
-//! the full hash and walks the stages only on a miss (the outcome is the same as probing stage
-//! by stage), and the tries' lookup context is made at that first miss. From then on, the
-//! subtables that follow look up in stages straight away, as OVS does: after a miss the next
-//! subtables more likely miss too, and the stages prove most misses before every word is hashed
-//! and the table probed. A trie is walked at most once per field and lookup, resumed only as
-//! deep as the prefix lengths asked about need.
+//! A hit does not pay for the explanation: the lookup probes the full hash first and walks
+//! the stages only on a miss (the outcome is the same as probing stage by stage), finishing the
+//! stage indices' hashes from the hash chain the probe left at each stage's end instead of
+//! hashing the words again; the tries' lookup context is made at the first miss. A trie is
+//! walked at most once per field and lookup, resumed only as deep as the prefix lengths asked
+//! about need; subtables an earlier walk already rules out skip their hash probe.
 //!
 //! Tries are path-compressed binary tries with counts (`trie.rs`), one per field for both
 //! versions: the writer changes the node array in place while readers walk it. The prefix fields

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{Mask, Rule};
-use crate::subtable::{SubLog, Subtable, TrieCtx, WriteHashes, WriteKey};
+use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteHashes, WriteKey};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
@@ -192,30 +192,31 @@ impl<T> RuleSet<T> {
             let Some(st) = self.subtables[*i as usize].as_ref() else {
                 continue;
             };
-            let found = match ctx.as_mut() {
-                // After a miss, the next subtables more likely miss too: look up in stages (as
-                // OVS does), which prove most misses before hashing every word and probing the
-                // table (mixed masks with tracking: 1 to 5% more lookups/s, run 17).
-                Some(c) => st.find_staged(key, self.seed, c, wc),
-                None => match st.find(key, self.seed) {
-                    Some(r) => {
-                        st.mask.or_into(wc, st.mask.idx.len());
-                        Some(r)
-                    }
-                    None => {
-                        let c = ctx.insert(TrieCtx {
-                            prefixes: &self.prefixes,
-                            tries: &self.tries,
-                            walks: Default::default(),
-                        });
-                        st.explain_miss(key, self.seed, c, wc);
-                        None
-                    }
-                },
+            // A subtable that an earlier walk rules out misses: skip its hash probe. A probe
+            // keeps the hash chain at the stage ends, so that its miss is explained without
+            // hashing again (OVS's 1,000-rule set, nine lookups in ten misses: 4% faster).
+            let mut raw = Raw::default();
+            let probed = !ctx.as_ref().is_some_and(|c| c.rules_out(&st.mask));
+            let found = if probed {
+                let hash = st.hash_key_staged(key, self.seed, &mut raw);
+                st.find_hashed(key, hash)
+            } else {
+                None
             };
-            if let Some(r) = found {
-                if best.map_or(true, |b| r.rank > b.rank) {
-                    best = Some(r);
+            match found {
+                Some(r) => {
+                    st.mask.or_into(wc, st.mask.idx.len());
+                    if best.map_or(true, |b| r.rank > b.rank) {
+                        best = Some(r);
+                    }
+                }
+                None => {
+                    let ctx = ctx.get_or_insert_with(|| TrieCtx {
+                        prefixes: &self.prefixes,
+                        tries: &self.tries,
+                        walks: Default::default(),
+                    });
+                    st.explain_miss(key, self.seed, probed.then_some(&raw), ctx, wc);
                 }
             }
         }
@@ -230,9 +231,7 @@ impl<T> RuleSet<T> {
     /// at a time, and in each subtable too large for the caches every key is hashed and its
     /// home cell loaded before any key's entry is compared, so the cache misses of a batch
     /// overlap instead of following one another (as the datapath's megaflow cache does with
-    /// prefetches; these are plain loads, in short loops, as the crate forbids `unsafe`). With
-    /// wildcard tracking, a key that has missed once looks up in stages from then on, as a
-    /// single lookup does.
+    /// prefetches; these are plain loads, in short loops, as the crate forbids `unsafe`).
     ///
     /// # Panics
     ///
@@ -276,6 +275,10 @@ impl<T> RuleSet<T> {
         // Bit `i` is set while key `i` can still find a better rule.
         let mut live: u32 = u32::MAX >> (BATCH - keys.len());
         let mut hashes = [0u64; BATCH];
+        // With `WC`, each key's hash chain at its stage ends, for explaining a miss.
+        let mut raws = [Raw::default(); BATCH];
+        // Keys that an earlier trie walk rules out of the current subtable.
+        let mut ruled_out: u32;
         let mut ctxs: [Option<TrieCtx<'a>>; BATCH] = std::array::from_fn(|_| None);
         for (max_prio, si) in &self.order {
             let mut m = live;
@@ -295,20 +298,22 @@ impl<T> RuleSet<T> {
             // Hash every key, then (for a table too large for the caches) load every key's
             // home cell: loops this short let the CPU keep all of a batch's cache misses in
             // flight.
-            // Keys that missed in an earlier subtable look up in stages, as single lookups do
-            // ([`RuleSet::lookup`]); the others by their whole hash, loaded ahead.
-            let mut staged = 0u32;
+            ruled_out = 0;
             let mut m = live;
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
-                if WC && ctxs[i].is_some() {
-                    staged |= 1 << i;
+                if WC && ctxs[i].as_ref().is_some_and(|c| c.rules_out(&st.mask)) {
+                    ruled_out |= 1 << i;
                     continue;
                 }
-                hashes[i] = st.hash_key(&keys[i], self.seed);
+                hashes[i] = if WC {
+                    st.hash_key_staged(&keys[i], self.seed, &mut raws[i])
+                } else {
+                    st.hash_key(&keys[i], self.seed)
+                };
             }
-            let probe = live & !staged;
+            let probe = live & !ruled_out;
             let mut touched = 0;
             let mut m = if st.worth_touching() { probe } else { 0 };
             while m != 0 {
@@ -322,16 +327,6 @@ impl<T> RuleSet<T> {
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
-                if staged & (1 << i) != 0 {
-                    if let Some(ctx) = ctxs[i].as_mut() {
-                        if let Some(r) = st.find_staged(&keys[i], self.seed, ctx, &mut wcs[i]) {
-                            if out[i].map_or(true, |b| r.rank > b.rank) {
-                                out[i] = Some(r);
-                            }
-                        }
-                    }
-                    continue;
-                }
                 let found = if probe & (1 << i) == 0 {
                     None
                 } else {
@@ -352,7 +347,8 @@ impl<T> RuleSet<T> {
                             tries: &self.tries,
                             walks: Default::default(),
                         });
-                        st.explain_miss(&keys[i], self.seed, ctx, &mut wcs[i]);
+                        let raw = (probe & (1 << i) != 0).then_some(&raws[i]);
+                        st.explain_miss(&keys[i], self.seed, raw, ctx, &mut wcs[i]);
                     }
                     None => {}
                 }

@@ -100,6 +100,17 @@ impl TrieCtx<'_> {
         w.m()
     }
 
+    /// True if a trie walk already made for this lookup proves that no rule with mask `m`
+    /// matches. Walks no further (a hit must not pay for a walk) and consults nothing by
+    /// itself: the caller explains the miss with [`Subtable::explain_miss`].
+    #[inline]
+    pub(crate) fn rules_out(&self, m: &Mask) -> bool {
+        self.walks
+            .iter()
+            .zip(m.trie_plens.iter())
+            .any(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m().has_len(*plen))
+    }
+
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, ORs the
     /// address bits the decision needed into `wc` and returns `true`.
     #[inline]
@@ -142,6 +153,10 @@ const REPLAY_GROUP: usize = 32;
 
 /// Stage indices a subtable can have: one per stage but the last.
 const N_INDEX: usize = packet::key::STAGES.len() - 1;
+
+/// A lookup's hash chain state at the end of each stage but the last
+/// ([`Subtable::hash_key_staged`]).
+pub(crate) type Raw = [u64; N_INDEX];
 
 /// Partial hashes of a value: one per stage but the last, and how many.
 #[derive(Debug, Default, Clone, Copy)]
@@ -755,45 +770,44 @@ impl<T> Subtable<T> {
         first ^ self.entry(at).map_or(0, |e| Arc::as_ptr(&e.head) as u64)
     }
 
-    /// After [`Subtable::find`] missed: ORs into `wc` the bits that prove the miss for
-    /// every packet agreeing with `key` on them (tries first, then stage indices).
+    /// The hash of `key`'s words under this subtable's mask, as [`Subtable::hash_key`], with
+    /// the hash chain's state at the end of each stage but the last left in `raw`: what a
+    /// miss's explanation finishes into the stage indices' hashes instead of hashing the words
+    /// again ([`Subtable::explain_miss`]).
+    #[inline]
+    pub(crate) fn hash_key_staged(&self, key: &FlowKey, seed: u64, raw: &mut Raw) -> u64 {
+        let m = &*self.mask;
+        let mut h = seed;
+        // One loop over the words, as `hash_key`'s, noting the chain where a stage ends.
+        let mut s = 0;
+        let mut next = m.stage_ends.first().map_or(usize::MAX, |e| usize::from(*e));
+        for (k, (i, b)) in m.idx.iter().zip(m.bits.iter()).enumerate() {
+            h = mix_at(h, *i, key.words[usize::from(*i)] & b);
+            if k + 1 == next {
+                if let Some(r) = raw.get_mut(s) {
+                    *r = h;
+                }
+                s += 1;
+                next = m.stage_ends.get(s).map_or(usize::MAX, |e| usize::from(*e));
+            }
+        }
+        finish(h)
+    }
+
+    /// After [`Subtable::find`] missed, or a trie walk ruled the subtable out: ORs into `wc`
+    /// the bits that prove the miss for every packet agreeing with `key` on them (tries first,
+    /// then stage indices). With `raw`, the hash chain at the stage ends as
+    /// [`Subtable::hash_key_staged`] left it for the probe that missed, the stage indices'
+    /// hashes are finished from it; without (no probe), the words are hashed stage by stage,
+    /// only as far as the stage that proves the miss.
     pub(crate) fn explain_miss(
         &self,
         key: &FlowKey,
         seed: u64,
+        raw: Option<&Raw>,
         tries: &mut TrieCtx<'_>,
         wc: &mut FlowKey,
     ) {
-        self.staged::<false>(key, seed, tries, wc);
-    }
-
-    /// A lookup in stages, as OVS's: the tries, then each stage's index, then the table,
-    /// stopping at the first that proves a miss. ORs into `wc` the bits that proved the miss,
-    /// or the whole mask on a hit. For a subtable the lookup will more likely miss than hit:
-    /// a miss costs only the stages up to the one that proves it, where [`Subtable::find`]
-    /// then [`Subtable::explain_miss`] would hash every word and probe the table first.
-    #[inline]
-    pub(crate) fn find_staged(
-        &self,
-        key: &FlowKey,
-        seed: u64,
-        tries: &mut TrieCtx<'_>,
-        wc: &mut FlowKey,
-    ) -> Option<&Arc<Rule<T>>> {
-        self.staged::<true>(key, seed, tries, wc)
-    }
-
-    /// [`Subtable::explain_miss`] and, if `PROBE`, [`Subtable::find_staged`]: the hash
-    /// chain is the same as [`Subtable::hash_key`]'s, so that the last stage's hash is the
-    /// table's.
-    #[inline(always)]
-    fn staged<const PROBE: bool>(
-        &self,
-        key: &FlowKey,
-        seed: u64,
-        tries: &mut TrieCtx<'_>,
-        wc: &mut FlowKey,
-    ) -> Option<&Arc<Rule<T>>> {
         let m = &*self.mask;
         let mut h = seed;
         let mut pos = 0;
@@ -801,31 +815,28 @@ impl<T> Subtable<T> {
         for j in 0..n {
             if tries.skip(m, m.stage_ids[j], key, wc) {
                 m.or_into(wc, pos);
-                return None;
+                return;
             }
             let end = usize::from(m.stage_ends[j]);
-            if j + 1 == n && !PROBE {
-                break;
-            }
-            for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
-                h = mix_at(h, *i, key.words[usize::from(*i)] & b);
-            }
-            pos = end;
             if j + 1 == n {
                 break;
             }
-            let ph = finish(h);
+            let ph = match raw {
+                Some(r) => finish(r[j]),
+                None => {
+                    for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
+                        h = mix_at(h, *i, key.words[usize::from(*i)] & b);
+                    }
+                    finish(h)
+                }
+            };
+            pos = end;
             if !self.index[j].contains(ph) {
                 m.or_into(wc, end);
-                return None;
+                return;
             }
         }
         m.or_into(wc, m.idx.len());
-        if PROBE {
-            self.find_hashed(key, finish(h))
-        } else {
-            None
-        }
     }
 
     /// True if this subtable's table is too large to stay in cache, so that a batch gains by
