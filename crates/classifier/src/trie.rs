@@ -1428,9 +1428,9 @@ impl Trie {
         }
     }
 
-    /// True if the next insertion makes the [`Jump`] table again first: a re-layout or
-    /// rebuild emptied it, or the trie has doubled since it was made (and wants more entries,
-    /// and its new nodes in them).
+    /// True if the next insertion makes the [`Jump`] table again first: the trie has doubled
+    /// since it was made (and wants more entries, and its new nodes in them; a trie too small
+    /// for a table gets its first one so).
     fn jump_stale(&self) -> bool {
         self.n_live >= 2 * self.jump_live
     }
