@@ -189,10 +189,6 @@ pub struct Classifier<T> {
     valid_next: usize,
     prefixes: Arc<[PrefixField]>,
     next_seq: u64,
-    /// True while the commit being applied has one operation: only then do insertions load
-    /// their tries' jump entries ahead ([`Classifier::warm_tries`]), as only a single
-    /// insertion walks from the table (a batch's insertions walk from a finger, or rebuild).
-    one_op: bool,
     /// The writer's side of the prefix tries, which both versions read (see [`crate::trie`]).
     tries: Vec<Trie>,
     /// Versions published so far (the tries' nodes are reused by this count).
@@ -272,7 +268,6 @@ impl<T> Classifier<T> {
             tries: prefixes.iter().map(|p| Trie::new(p.field.width)).collect(),
             prefixes,
             next_seq: 0,
-            one_op: false,
             n_published: 0,
         })
     }
@@ -404,7 +399,7 @@ impl<T> Classifier<T> {
         }
         self.sync_spare();
         let mut ops = batch.ops;
-        self.one_op = ops.len() == 1;
+        let alone = ops.len() == 1;
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.len());
         let mut out = Vec::with_capacity(ops.len());
         let mut x = 0;
@@ -419,7 +414,7 @@ impl<T> Classifier<T> {
             // `Clear` in its place: a placeholder that owns nothing.
             let op = std::mem::replace(&mut ops[index], Op::Clear);
             let mask = masks[index % TOUCH_GROUP].take();
-            if let Err(e) = self.apply_op(op, mask, &mut applied, Some(&mut out)) {
+            if let Err(e) = self.apply_op(op, mask, alone, &mut applied, Some(&mut out)) {
                 self.roll_back(&applied);
                 return Err(e.at(index));
             }
@@ -578,7 +573,9 @@ impl<T> Classifier<T> {
 
     /// The primitive that inserts a rule, or replaces the one of the same match and
     /// priority; `known_new`: the caller knows there is none ([`Ops::insert_new`]), so it is
-    /// not searched for (debug builds check).
+    /// not searched for (debug builds check). `alone`: the insertion is its commit's only
+    /// operation, and loads its tries' jump entries ahead ([`Classifier::warm_tries`]); a
+    /// batch's insertions walk from a finger (or rebuild the trie) and do not use them.
     fn prim_insert(
         &mut self,
         (mask, values): (Arc<Mask>, Values),
@@ -586,6 +583,7 @@ impl<T> Classifier<T> {
         cookie: u64,
         payload: T,
         known_new: bool,
+        alone: bool,
     ) -> Prim<T> {
         let seq = self.next_seq;
         let probe = Rule {
@@ -598,7 +596,7 @@ impl<T> Classifier<T> {
             stats: Arc::default(),
             payload,
         };
-        if self.one_op {
+        if alone {
             self.warm_tries(&probe);
         }
         let old = if known_new {
@@ -665,11 +663,13 @@ impl<T> Classifier<T> {
         Ok(Prim::Replace { old, new })
     }
 
-    /// Applies `op` (`mask`: its match's interned mask, if found already) to the spare.
+    /// Applies `op` (`mask`: its match's interned mask, if found already; `alone`: the
+    /// commit's only operation) to the spare.
     fn apply_op(
         &mut self,
         op: Op<T>,
         mask: Option<Arc<Mask>>,
+        alone: bool,
         applied: &mut Vec<Prim<T>>,
         out: Option<&mut Vec<Arc<Rule<T>>>>,
     ) -> Result<(), Error> {
@@ -681,7 +681,7 @@ impl<T> Classifier<T> {
                 payload,
             } => {
                 let mv = self.prepare_with(&rule_match, false, mask)?;
-                self.prim_insert(mv, priority, cookie, payload, false)
+                self.prim_insert(mv, priority, cookie, payload, false, alone)
             }
             Op::Modify {
                 rule_match,
@@ -881,7 +881,7 @@ impl<T> Ops<'_, T> {
                 .map(|h| (&h.mask, WriteKey::Values(h.values.as_slice())));
             std::hint::black_box(self.cls.spare.touch_writes(rules));
         }
-        self.cls.one_op = self.n == 1;
+        let alone = self.n == 1;
         for h in std::mem::take(&mut self.held) {
             let prim = self.cls.prim_insert(
                 (h.mask, h.values),
@@ -889,6 +889,7 @@ impl<T> Ops<'_, T> {
                 h.cookie,
                 h.payload,
                 h.known_new,
+                alone,
             );
             self.cls.spare_mut().apply(&prim);
             self.applied.push(prim);
