@@ -148,9 +148,11 @@
 //! Maturity: experimental. Configuration: the prefix fields
 //! ([`Classifier::with_prefixes`]).
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[allow(unsafe_code)]
+mod hint;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod naive;
 mod rule;

@@ -12,13 +12,16 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{Mask, Rule};
-use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteHashes, WriteKey};
+use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteKey};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
 /// Most keys [`RuleSet::lookup_batch`] takes through the subtables together (a PMD's
 /// receive batch); longer slices are looked up in chunks of this size.
 pub const BATCH: usize = 32;
+
+/// Largest vectors a replayed log gives back for the next batch's ([`RuleSet::recycle`]).
+pub(crate) const RECYCLE_MAX: usize = 64;
 
 /// Most rules [`RuleSet::touch_writes`] loads for at once.
 pub(crate) const TOUCH_GROUP: usize = 32;
@@ -85,6 +88,8 @@ pub struct RuleSet<T> {
     /// Subtables the current batch changed (their own logs say how), for the replay onto
     /// the other version.
     touched: Vec<u32>,
+    /// A replayed log's list, kept for its capacity ([`RuleSet::recycle`]).
+    log_buf: Vec<(u32, Option<SubLog<T>>)>,
     prefixes: Arc<[PrefixField]>,
     seed: u64,
     n_rules: usize,
@@ -120,6 +125,7 @@ impl<T> RuleSet<T> {
             trie_pending: prefixes.iter().map(|_| Vec::new()).collect(),
             last_nets: prefixes.iter().map(|_| Vec::new()).collect(),
             touched: Vec::new(),
+            log_buf: Vec::new(),
             prefixes,
             seed,
             n_rules: 0,
@@ -231,7 +237,8 @@ impl<T> RuleSet<T> {
     /// at a time, and in each subtable too large for the caches every key is hashed and its
     /// home cell loaded before any key's entry is compared, so the cache misses of a batch
     /// overlap instead of following one another (as the datapath's megaflow cache does with
-    /// prefetches; these are plain loads, in short loops, as the crate forbids `unsafe`).
+    /// prefetches; these are plain loads, in short loops, which keep a batch's misses in
+    /// flight as well: the compares that need them follow at once).
     ///
     /// # Panics
     ///
@@ -369,32 +376,24 @@ impl<T> RuleSet<T> {
             .find_exact(values, priority, self.seed)
     }
 
-    /// Loads what writing each rule of `rules` (an interned mask and a [`WriteKey`], at most
-    /// [`TOUCH_GROUP`]) reads first in its subtable, if the subtable exists (see
-    /// [`Subtable::touch_write`]). The hashes come first and the loads after, all together:
-    /// issued one rule at a time, between the writes, each load would hold up the work that
-    /// follows it until it arrived, as the write itself would have. Returns a word made of what
-    /// it loaded.
+    /// Prefetches what writing each rule of `rules` (an interned mask and a [`WriteKey`])
+    /// reads first in its subtable, if the subtable exists and is too large for the caches
+    /// (see [`Subtable::touch_write`]).
     pub(crate) fn touch_writes<'a>(
         &self,
         rules: impl Iterator<Item = (&'a Arc<Mask>, WriteKey<'a>)>,
-    ) -> u64 {
-        let mut hs: [(Option<&Subtable<T>>, WriteHashes); TOUCH_GROUP] =
-            [(None, WriteHashes::default()); TOUCH_GROUP];
-        for ((st, h), (mask, key)) in hs.iter_mut().zip(rules) {
-            // Small tables stay in cache: no loads to overlap, only hashing to repeat.
-            *st = self
+    ) {
+        for (mask, key) in rules {
+            // Small tables stay in cache: nothing to wait for, only hashing to repeat.
+            let st = self
                 .by_mask
                 .get(&mask_id(mask))
                 .and_then(|i| self.subtables[*i as usize].as_ref())
                 .filter(|st| st.worth_touching());
             if let Some(st) = st {
-                *h = st.write_hashes(key, self.seed);
+                st.touch_write(&st.write_hashes(key, self.seed));
             }
         }
-        hs.iter()
-            .filter_map(|(st, h)| st.map(|st| st.touch_write(h)))
-            .fold(0, |x, y| x ^ y)
     }
 
     /// Applies one primitive. The order of subtables is brought up to date by
@@ -459,7 +458,8 @@ impl<T> RuleSet<T> {
         // the writer's state again after its own burials.
         self.touched.sort_unstable();
         self.touched.dedup();
-        let mut log = Vec::with_capacity(self.touched.len());
+        let mut log = std::mem::take(&mut self.log_buf);
+        log.reserve(self.touched.len());
         for i in self.touched.drain(..) {
             // A subtable can be touched, emptied and made again at the same index: the log
             // of whatever is there now.
@@ -467,6 +467,26 @@ impl<T> RuleSet<T> {
             log.push((i, st.map(Subtable::take_log)));
         }
         Log(log)
+    }
+
+    /// Prefetches the arena slots (at most `n`) that a replay of `log` onto this version will
+    /// write first, in subtables too large for the caches: a writer that publishes a small
+    /// batch asks for them then, and they arrive before its next commit replays it.
+    pub(crate) fn touch_replay(&self, log: &Log<T>, mut n: usize) {
+        for (i, sublog) in &log.0 {
+            let (Some(st), Some(sublog)) = (
+                self.subtables.get(*i as usize).and_then(Option::as_ref),
+                sublog,
+            ) else {
+                continue;
+            };
+            if n == 0 {
+                return;
+            }
+            if st.worth_touching() {
+                n -= st.touch_replay(sublog, n);
+            }
+        }
     }
 
     /// Brings this version up to `published`, to which the batch of `log` was applied last:
@@ -528,6 +548,20 @@ impl<T> RuleSet<T> {
         self.take_tries(tries);
         for nets in &mut self.last_nets {
             nets.clear();
+        }
+    }
+
+    /// Takes back the vectors of `log`, replayed onto this version, for the logs of the next
+    /// batch applied to it (small ones only): a single-rule commit then allocates none.
+    pub(crate) fn recycle(&mut self, log: Log<T>) {
+        let mut v = log.0;
+        for (i, sublog) in v.drain(..) {
+            if let (Some(sublog), Some(Some(st))) = (sublog, self.subtables.get_mut(i as usize)) {
+                st.recycle_log(sublog);
+            }
+        }
+        if v.capacity() <= RECYCLE_MAX {
+            self.log_buf = v;
         }
     }
 

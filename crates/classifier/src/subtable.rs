@@ -22,7 +22,9 @@ use std::sync::Arc;
 
 use packet::key::FlowKey;
 
+use crate::hint::prefetch;
 use crate::rule::{finish, mix_at, Mask, Rule};
+use crate::ruleset::RECYCLE_MAX;
 use crate::shared::{Cell, SharedCells, SharedIndex, SharedWide, MIN_CELLS, N_INLINE};
 use crate::trie::{prefix_mask, TrieMatch, Walk};
 use crate::PrefixField;
@@ -349,19 +351,19 @@ impl<T> Subtable<T> {
         if self.arena.len() < published.arena.len() {
             self.arena.resize_with(published.arena.len(), || None);
         }
-        // A group at a time: first the loads of each position's two slots and of the rule
-        // whose count the copy raises (three cache misses a position after a large batch,
-        // none waiting on another position's), then the copies.
+        // A group at a time: first the prefetches of each position's two slots and the loads
+        // of the rules whose counts the copies raise (three cache misses a position after a
+        // large batch, none waiting on another position's), then the copies.
         for group in log.touched.chunks(REPLAY_GROUP) {
             if group.len() > 1 {
                 let x = group.iter().fold(0, |x, &at| {
-                    let mine = self
-                        .entry(at as usize)
-                        .map_or(0, |e| Arc::as_ptr(&e.head) as u64);
+                    if let Some(slot) = self.arena.get(at as usize) {
+                        prefetch(slot);
+                    }
                     let theirs = published
                         .entry(at as usize)
                         .map_or(0, |e| Arc::strong_count(&e.head) as u64);
-                    x ^ mine ^ theirs
+                    x ^ theirs
                 });
                 std::hint::black_box(x);
             }
@@ -370,6 +372,32 @@ impl<T> Subtable<T> {
                 self.arena[at] = published.arena[at].clone();
             }
         }
+    }
+
+    /// Takes the list of positions of `log` (replayed) for its own next log, if small and if
+    /// its own has no room yet.
+    pub(crate) fn recycle_log(&mut self, log: SubLog<T>) {
+        let mut touched = log.touched;
+        if self.log.touched.capacity() == 0 && touched.capacity() <= RECYCLE_MAX {
+            touched.clear();
+            self.log.touched = touched;
+        }
+    }
+
+    /// Prefetches the arena slots a replay of `log` will write first ([`Subtable::replay`]),
+    /// at most `n` of them; returns how many it prefetched.
+    pub(crate) fn touch_replay(&self, log: &SubLog<T>, n: usize) -> usize {
+        if !log.moves.is_empty() {
+            return 0;
+        }
+        let mut done = 0;
+        for &at in log.touched.iter().take(n) {
+            if let Some(slot) = self.arena.get(at as usize) {
+                prefetch(slot);
+                done += 1;
+            }
+        }
+        done
     }
 
     /// Buries the cells of the positions `log`'s batch emptied that this version does not use
@@ -610,19 +638,18 @@ impl<T> Subtable<T> {
         WriteHashes { partial, hash }
     }
 
-    /// Loads what the probes of `h` ([`Subtable::write_hashes`]) read first: the home cell
-    /// and its tag, the arena slot beside it and each stage index's home slot and count.
-    /// Returns a word made of them.
+    /// Prefetches what the probes of `h` ([`Subtable::write_hashes`]) read first: the home
+    /// cell and its tag, the arena slot beside it and each stage index's home slot and count.
     #[inline]
-    pub(crate) fn touch_write(&self, h: &WriteHashes) -> u64 {
-        let mut x = 0;
+    pub(crate) fn touch_write(&self, h: &WriteHashes) {
         for (ix, ph) in self.index.iter().zip(&h.partial.0[..h.partial.1]) {
-            x ^= ix.touch(*ph);
+            ix.touch(*ph);
         }
-        let Some((at, c)) = self.cells.touch_home(h.hash) else {
-            return x;
-        };
-        x ^ c ^ self.entry(at).map_or(0, |e| Arc::as_ptr(&e.head) as u64)
+        if let Some(at) = self.cells.touch_home(h.hash) {
+            if let Some(slot) = self.arena.get(at) {
+                prefetch(slot);
+            }
+        }
     }
 
     /// Finds the rule with masked value words `values` and priority `priority`.

@@ -60,6 +60,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::hint::prefetch;
+
 /// No node.
 const NIL: u32 = u32::MAX;
 
@@ -313,6 +315,24 @@ macro_rules! with_arr {
             Arr::Wide($v) => $body,
         }
     };
+}
+
+/// Cache lines from a jump entry's node on that [`Trie::warm_nodes`] prefetches.
+const WARM_LINES: usize = 3;
+
+/// Prefetches the [`WARM_LINES`] cache lines of `v` from node `j` on.
+#[inline]
+fn prefetch_lines<R>(v: &[R], j: usize) {
+    let step = (64 / std::mem::size_of::<R>()).max(1);
+    for n in v
+        .get(j..)
+        .unwrap_or_default()
+        .iter()
+        .step_by(step)
+        .take(WARM_LINES)
+    {
+        prefetch(n);
+    }
 }
 
 /// `v`'s nodes copied into an array of `len` (the rest unused).
@@ -877,11 +897,17 @@ impl Jump {
     /// length at most `len`.
     #[inline]
     fn start(&self, bits: u128, len: u8) -> Option<u32> {
+        let n = unentry(self.entry(bits, len)?.load(Ordering::Relaxed)).0;
+        (n != NIL).then_some(n)
+    }
+
+    /// The entry [`Jump::start`] reads for prefix `bits`/`len`, if it reads one.
+    #[inline]
+    fn entry(&self, bits: u128, len: u8) -> Option<&AtomicU64> {
         if self.at.is_empty() || len < self.base + self.k {
             return None;
         }
-        let n = unentry(self.at[self.index(bits)?].load(Ordering::Relaxed)).0;
-        (n != NIL).then_some(n)
+        self.at.get(self.index(bits)?)
     }
 
     /// The prefix `bits`/`len` became live (`live`) or stopped being live: its length in every
@@ -1155,20 +1181,41 @@ impl Trie {
         }
     }
 
-    /// Loads the words an insertion of a prefix of `len` bits (`bits()`) reads first (its
-    /// [`Jump`] entry and that node) and returns a word made of them, so that a caller can
-    /// issue the loads of several tries before any insertion waits on them. Without a table
-    /// (a trie rebuilt by a batch) it does nothing and does not call `bits`.
+    /// Prefetches the [`Jump`] entry an insertion of a prefix of `len` bits (`bits()`) reads
+    /// first. Without a table (a trie rebuilt by a batch) it does nothing and does not call
+    /// `bits`.
     #[inline]
-    pub(crate) fn warm(&self, len: u8, bits: impl FnOnce() -> u128) -> u64 {
+    pub(crate) fn warm_entry(&self, len: u8, bits: impl FnOnce() -> u128) {
         if self.view.jump.at.is_empty() {
-            return 0;
+            return;
         }
-        self.view.jump.start(bits(), len).map_or(0, |j| {
-            with_arr!(&self.view.arr, v => v.get(j as usize).map_or(0, |n| {
-                n.load().1 ^ n.kids_word().load(Ordering::Relaxed)
-            }))
-        })
+        if let Some(e) = self.view.jump.entry(bits(), len) {
+            prefetch(e);
+        }
+    }
+
+    /// Reads the [`Jump`] entry an insertion of a prefix of `len` bits (`bits()`) starts from
+    /// (best prefetched by [`Trie::warm_entry`] a while before) and prefetches the
+    /// [`WARM_LINES`] cache lines from its node on: a trie laid out depth-first keeps the
+    /// node's subtree there, where the insertion walks down.
+    #[inline]
+    pub(crate) fn warm_nodes(&self, len: u8, bits: impl FnOnce() -> u128) {
+        if self.view.jump.at.is_empty() {
+            return;
+        }
+        if let Some(j) = self.view.jump.start(bits(), len) {
+            // And where the insertion's new nodes go.
+            let at = self.free.last().copied().unwrap_or(self.next) as usize;
+            with_arr!(&self.view.arr, v => {
+                prefetch_lines(v, j as usize);
+                if let Some(n) = v.get(at) {
+                    prefetch(n);
+                }
+            });
+            if let Some(c) = self.counts.get(at) {
+                prefetch(c);
+            }
+        }
     }
 
     /// Where an insertion of prefix `bits`/`len` starts: `Ok` with the node that already has

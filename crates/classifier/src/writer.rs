@@ -18,7 +18,7 @@ use packet::key::{fields, FlowKey, KeyField};
 use crate::rule::{rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES};
 use crate::ruleset::{Log, Prim, RuleSet, TOUCH_GROUP};
 use crate::subtable::WriteKey;
-use crate::trie::Trie;
+use crate::trie::{prefix_mask, Trie};
 use crate::{Error, PrefixField};
 
 /// One change in a [`Batch`].
@@ -193,6 +193,9 @@ pub struct Classifier<T> {
     tries: Vec<Trie>,
     /// Versions published so far (the tries' nodes are reused by this count).
     n_published: u64,
+    /// The primitives of a single-operation commit (kept empty between commits, for its
+    /// capacity).
+    applied: Vec<Prim<T>>,
 }
 
 impl<T> std::fmt::Debug for Classifier<T> {
@@ -269,6 +272,7 @@ impl<T> Classifier<T> {
             prefixes,
             next_seq: 0,
             n_published: 0,
+            applied: Vec::new(),
         })
     }
 
@@ -352,9 +356,12 @@ impl<T> Classifier<T> {
         cookie: u64,
         payload: T,
     ) -> Result<Arc<Rule<T>>, Error> {
-        let mut b = Batch::new();
-        b.insert(rule_match, priority, cookie, payload);
-        self.commit_one(b)
+        self.commit_one(Op::Insert {
+            rule_match,
+            priority,
+            cookie,
+            payload,
+        })
     }
 
     /// Changes one rule's payload; see [`Op::Modify`].
@@ -364,24 +371,50 @@ impl<T> Classifier<T> {
         priority: u32,
         payload: T,
     ) -> Result<Arc<Rule<T>>, Error> {
-        let mut b = Batch::new();
-        b.modify(rule_match, priority, payload);
-        self.commit_one(b)
+        self.commit_one(Op::Modify {
+            rule_match,
+            priority,
+            payload,
+        })
     }
 
     /// Removes one rule; see [`Op::Remove`].
     pub fn remove(&mut self, rule_match: Match, priority: u32) -> Result<Arc<Rule<T>>, Error> {
-        let mut b = Batch::new();
-        b.remove(rule_match, priority);
-        self.commit_one(b)
+        self.commit_one(Op::Remove {
+            rule_match,
+            priority,
+        })
     }
 
-    fn commit_one(&mut self, b: Batch<T>) -> Result<Arc<Rule<T>>, Error> {
-        let mut v = self.commit(b).map_err(|e| match e {
-            Error::InBatch { source, .. } => *source,
-            e => e,
-        })?;
-        Ok(v.pop().expect("one operation gives one rule"))
+    /// Commits `op` (not [`Op::Clear`]) alone, as [`Classifier::commit`] would a batch of it,
+    /// without the batch's vectors, and returns its rule. Its error is the operation's own
+    /// (not [`Error::InBatch`]).
+    fn commit_one(&mut self, op: Op<T>) -> Result<Arc<Rule<T>>, Error> {
+        let m = op.rule_match().expect("not a clear");
+        self.touch_alone(m);
+        self.validate(m)?;
+        self.sync_spare();
+        let mut applied = std::mem::take(&mut self.applied);
+        debug_assert!(applied.is_empty());
+        let r = self.apply_op(op, None, true, &mut applied, None);
+        let r = match r {
+            Ok(()) => {
+                let rule = match applied.first() {
+                    Some(Prim::Insert(r) | Prim::Remove(r)) => r.clone(),
+                    Some(Prim::Replace { new, .. }) => new.clone(),
+                    None => unreachable!("an applied operation gives a primitive"),
+                };
+                self.publish();
+                Ok(rule)
+            }
+            Err(e) => {
+                self.roll_back(&applied);
+                Err(e)
+            }
+        };
+        applied.clear();
+        self.applied = applied;
+        r
     }
 
     /// Applies `batch` atomically and publishes it. Returns, per operation, the rule it
@@ -391,6 +424,10 @@ impl<T> Classifier<T> {
     /// failing operation. Blocks only while a reader still holds the spare version, which
     /// a reader does for one lookup (or one short [`Snapshot`]).
     pub fn commit(&mut self, batch: Batch<T>) -> Result<Vec<Arc<Rule<T>>>, Error> {
+        let alone = batch.ops.len() == 1;
+        if let (true, Some(m)) = (alone, batch.ops.first().and_then(Op::rule_match)) {
+            self.touch_alone(m);
+        }
         for (index, op) in batch.ops.iter().enumerate() {
             let Some(m) = op.rule_match() else {
                 continue;
@@ -399,17 +436,15 @@ impl<T> Classifier<T> {
         }
         self.sync_spare();
         let mut ops = batch.ops;
-        let alone = ops.len() == 1;
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.len());
         let mut out = Vec::with_capacity(ops.len());
-        let mut x = 0;
         // The interned masks of the current group's operations, found for the loads ahead
         // and then used to apply them (one search each).
         let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
         for index in 0..ops.len() {
             if index % TOUCH_GROUP == 0 && ops.len() > 1 {
                 let group = &ops[index..ops.len().min(index + TOUCH_GROUP)];
-                x ^= self.touch_ops(group, &mut masks);
+                self.touch_ops(group, &mut masks);
             }
             // `Clear` in its place: a placeholder that owns nothing.
             let op = std::mem::replace(&mut ops[index], Op::Clear);
@@ -419,7 +454,6 @@ impl<T> Classifier<T> {
                 return Err(e.at(index));
             }
         }
-        std::hint::black_box(x);
         self.publish();
         Ok(out)
     }
@@ -431,7 +465,7 @@ impl<T> Classifier<T> {
     /// operation has nothing to overlap its loads with): at 256K rules each operation misses
     /// the cache on its home cell, its arena slot and a stage index, and one operation's
     /// misses wait on nothing of another's, so loaded together they overlap.
-    fn touch_ops(&mut self, ops: &[Op<T>], masks: &mut [Option<Arc<Mask>>]) -> u64 {
+    fn touch_ops(&mut self, ops: &[Op<T>], masks: &mut [Option<Arc<Mask>>]) {
         for (slot, op) in masks.iter_mut().zip(ops) {
             *slot = op.rule_match().and_then(|m| self.interned(m.mask()));
         }
@@ -439,6 +473,32 @@ impl<T> Classifier<T> {
             Some((mask.as_ref()?, WriteKey::Match(op.rule_match()?.value())))
         });
         self.spare.touch_writes(rules)
+    }
+
+    /// For a commit of the one operation on `m`: prefetches what applying it reads first in
+    /// the spare's subtable ([`RuleSet::touch_writes`]) and in the tries (their jump entries,
+    /// [`Trie::warm_entry`]), if its mask is interned. The checks and the replay of the last
+    /// commit then overlap those cache misses (at 256K rules, one each) instead of the
+    /// operation waiting on them one after another.
+    fn touch_alone(&mut self, m: &Match) {
+        let Some(mask) = self.interned(m.mask()) else {
+            return;
+        };
+        self.spare
+            .touch_writes(std::iter::once((&mask, WriteKey::Match(m.value()))));
+        for ((trie, pf), &plen) in self
+            .tries
+            .iter()
+            .zip(self.prefixes.iter())
+            .zip(&mask.trie_plens)
+        {
+            if plen > 0 {
+                trie.warm_entry(plen, || {
+                    (m.value().get(pf.field) << (128 - u32::from(pf.field.width)))
+                        & prefix_mask(plen)
+                });
+            }
+        }
     }
 
     /// Undoes `applied` on the spare (a failed batch).
@@ -460,6 +520,7 @@ impl<T> Classifier<T> {
         spare.finish_batch(&mut self.tries);
         self.pending = spare.take_log();
         self.spare = self.shared.swap(self.spare.clone());
+        self.spare.touch_replay(&self.pending, TOUCH_REPLAY);
         self.n_published += 1;
         self.prune_masks();
     }
@@ -486,6 +547,7 @@ impl<T> Classifier<T> {
         let spare = Arc::get_mut(&mut self.spare).expect("checked above");
         let log = std::mem::take(&mut self.pending);
         spare.replay(&published, &log, &mut self.tries);
+        spare.recycle(log);
     }
 
     /// [`validate`], skipping the prerequisite check when the mask and prerequisite bits are
@@ -628,19 +690,17 @@ impl<T> Classifier<T> {
         }
     }
 
-    /// Loads what the insertion of `r`'s prefixes will read first in each trie (see
-    /// [`Trie::warm`]), so that those cache misses overlap the subtable's instead of following
-    /// them at the publication.
+    /// Prefetches the trie nodes the insertion of `r`'s prefixes will walk first (see
+    /// [`Trie::warm_nodes`]), so that those cache misses overlap the subtable's instead of
+    /// following them at the publication.
     #[inline]
     fn warm_tries(&self, r: &Rule<T>) {
         let plens = r.mask.trie_plens;
-        let mut x = 0;
         for ((trie, pf), &plen) in self.tries.iter().zip(self.prefixes.iter()).zip(&plens) {
             if plen > 0 {
-                x ^= trie.warm(plen, || crate::ruleset::prefix_bits(r, pf, plen));
+                trie.warm_nodes(plen, || crate::ruleset::prefix_bits(r, pf, plen));
             }
         }
-        std::hint::black_box(x);
     }
 
     fn prim_modify(
@@ -797,6 +857,10 @@ impl<T> Classifier<T> {
     }
 }
 
+/// Most arena slots a publication prefetches for the next commit's replay
+/// ([`RuleSet::touch_replay`]).
+const TOUCH_REPLAY: usize = 8;
+
 /// The operations of one [`Classifier::commit_with`], checked as they come and applied in
 /// their order. Each returns false if this or an earlier operation failed (the commit then
 /// fails as a whole).
@@ -879,7 +943,7 @@ impl<T> Ops<'_, T> {
                 .held
                 .iter()
                 .map(|h| (&h.mask, WriteKey::Values(h.values.as_slice())));
-            std::hint::black_box(self.cls.spare.touch_writes(rules));
+            self.cls.spare.touch_writes(rules);
         }
         let alone = self.n == 1;
         for h in std::mem::take(&mut self.held) {
