@@ -88,6 +88,9 @@ pub struct RuleSet<T> {
     /// Subtables the current batch changed (their own logs say how), for the replay onto
     /// the other version.
     touched: Vec<u32>,
+    /// The additions among `last_nets` while they are applied (kept for its capacity, if
+    /// small).
+    trie_adds: Vec<(u128, u8, i64)>,
     /// A replayed log's list, kept for its capacity ([`RuleSet::recycle`]).
     log_buf: Vec<(u32, Option<SubLog<T>>)>,
     prefixes: Arc<[PrefixField]>,
@@ -126,6 +129,7 @@ impl<T> RuleSet<T> {
             last_nets: prefixes.iter().map(|_| Vec::new()).collect(),
             touched: Vec::new(),
             log_buf: Vec::new(),
+            trie_adds: Vec::new(),
             prefixes,
             seed,
             n_rules: 0,
@@ -642,7 +646,7 @@ impl<T> RuleSet<T> {
     /// rose to the shared tries ([`Trie::apply`]); the net changes are kept, and the removals
     /// among them wait for the replay ([`RuleSet::replay`]).
     fn apply_trie_pending(&mut self, tries: &mut [Trie]) {
-        let mut adds: Vec<(u128, u8, i64)> = Vec::new();
+        let mut adds = std::mem::take(&mut self.trie_adds);
         for (t, trie) in tries.iter_mut().enumerate() {
             let pending = &mut self.trie_pending[t];
             let nets = &mut self.last_nets[t];
@@ -663,6 +667,10 @@ impl<T> RuleSet<T> {
             adds.extend(nets.iter().filter(|n| n.2 > 0));
             let ok = trie.apply(&adds);
             debug_assert!(ok, "trie out of sync");
+        }
+        if adds.capacity() <= RECYCLE_MAX {
+            adds.clear();
+            self.trie_adds = adds;
         }
         self.take_tries(tries);
     }

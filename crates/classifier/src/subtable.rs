@@ -188,6 +188,18 @@ fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     finish(h)
 }
 
+/// Counts one rule of priority `priority` more (`add`) or less in `counts`.
+fn count_priority(counts: &mut BTreeMap<u32, u32>, priority: u32, add: bool) {
+    if add {
+        *counts.entry(priority).or_insert(0) += 1;
+    } else if let std::collections::btree_map::Entry::Occupied(mut o) = counts.entry(priority) {
+        *o.get_mut() -= 1;
+        if *o.get() == 0 {
+            o.remove();
+        }
+    }
+}
+
 /// What the writer keeps about a subtable's shared arrays. The spare's is the current one;
 /// the replay copies it from the published version (whose batch changed it last).
 #[derive(Debug, Default, Clone)]
@@ -219,6 +231,9 @@ pub(crate) struct SubLog<T> {
     /// Each growth of the batch: the new position of each old position (`u32::MAX`: a
     /// tombstone, dropped), and the new array's size.
     moves: Vec<(Vec<u32>, usize)>,
+    /// The priority of each rule the batch added (`true`) or removed, in order: the replay
+    /// counts them as the batch did instead of copying the counts (a map to allocate).
+    prios: Vec<(u32, bool)>,
 }
 
 impl<T> Default for SubLog<T> {
@@ -227,6 +242,7 @@ impl<T> Default for SubLog<T> {
             touched: Vec::new(),
             emptied: Vec::new(),
             moves: Vec::new(),
+            prios: Vec::new(),
         }
     }
 }
@@ -345,7 +361,13 @@ impl<T> Subtable<T> {
                 *mine = theirs.clone();
             }
         }
-        self.priorities.clone_from(&published.priorities);
+        for &(priority, add) in &log.prios {
+            count_priority(&mut self.priorities, priority, add);
+        }
+        debug_assert!(
+            self.priorities == published.priorities,
+            "priorities replayed wrong"
+        );
         self.n_rules = published.n_rules;
         self.ws.clone_from(&published.ws);
         if self.arena.len() < published.arena.len() {
@@ -377,10 +399,14 @@ impl<T> Subtable<T> {
     /// Takes the list of positions of `log` (replayed) for its own next log, if small and if
     /// its own has no room yet.
     pub(crate) fn recycle_log(&mut self, log: SubLog<T>) {
-        let mut touched = log.touched;
+        let (mut touched, mut prios) = (log.touched, log.prios);
         if self.log.touched.capacity() == 0 && touched.capacity() <= RECYCLE_MAX {
             touched.clear();
             self.log.touched = touched;
+        }
+        if self.log.prios.capacity() == 0 && prios.capacity() <= RECYCLE_MAX {
+            prios.clear();
+            self.log.prios = prios;
         }
     }
 
@@ -510,7 +536,8 @@ impl<T> Subtable<T> {
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T>>, seed: u64) {
         let mut partial = Partial::default();
         let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
-        *self.priorities.entry(rule.priority).or_insert(0) += 1;
+        count_priority(&mut self.priorities, rule.priority, true);
+        self.log.prios.push((rule.priority, true));
         self.n_rules += 1;
         let at = match self.cell_of(rule.values.as_slice(), hash) {
             Some(at) => at,
@@ -692,14 +719,8 @@ impl<T> Subtable<T> {
         };
         self.note(at, emptied.then_some(&removed));
         self.n_rules -= 1;
-        if let std::collections::btree_map::Entry::Occupied(mut o) =
-            self.priorities.entry(removed.priority)
-        {
-            *o.get_mut() -= 1;
-            if *o.get() == 0 {
-                o.remove();
-            }
-        }
+        count_priority(&mut self.priorities, removed.priority, false);
+        self.log.prios.push((removed.priority, false));
         Some(removed)
     }
 
