@@ -15,7 +15,8 @@
 //! `--bundles N` instead
 //! commits all 262,144 rules in commits of N, as `ferrovs-bench insert` does; `--batch N` makes it
 //! N rules (into a table of 362,144 - 2N rules, at most 162,144); `--into N --add M` loads N
-//! rules as one batch, then times M more as single commits and, on a fresh load, as one batch
+//! rules as one batch, then times M more as single commits (`insert`, then on a fresh load
+//! `commit_with`) and, on a fresh load, as one batch
 //! (as `classifier-bench`'s "into" line; `--into 262144` is where the cells double; with
 //! `--only-batch`, the batch alone).
 
@@ -174,13 +175,22 @@ fn main() {
     if let Some(n) = into {
         let load = || loaded(&rules[..n]);
         let more = &rules[n..n + add];
-        let (mut single, mut batched) = (Vec::new(), Vec::new());
+        let (mut single, mut single_ops, mut batched) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             if !only_batch {
                 let mut cls = load();
                 single.push(timed(|| {
                     for m in more {
                         cls.insert(*m, 100, 0, 0).expect("valid rules");
+                    }
+                }));
+                let mut cls = load();
+                single_ops.push(timed(|| {
+                    for m in more {
+                        cls.commit_with(|ops| {
+                            ops.insert(m, 100, 0, 0);
+                        })
+                        .expect("valid rules");
                     }
                 }));
             }
@@ -193,7 +203,11 @@ fn main() {
                 cls.commit(b).expect("valid rules");
             }));
         }
-        for (what, v) in [("single commits", single), ("one batch", batched)] {
+        for (what, v) in [
+            ("single commits", single),
+            ("single commit_with", single_ops),
+            ("one batch", batched),
+        ] {
             if v.is_empty() {
                 continue;
             }

@@ -190,6 +190,23 @@ pub struct Rule<T> {
     pub(crate) payload: T,
 }
 
+/// The value of field `f` in masked value words `values` (of mask `mask`, as a rule keeps
+/// them).
+pub(crate) fn field_value(mask: &Mask, values: &[u64], f: KeyField) -> u128 {
+    let word = |w: usize| {
+        mask.idx
+            .iter()
+            .position(|i| usize::from(*i) == w)
+            .map_or(0, |p| values[p])
+    };
+    let w = usize::from(f.word);
+    if f.width > 64 {
+        (u128::from(word(w)) << 64) | u128::from(word(w + 1))
+    } else {
+        u128::from(word(w) >> f.shift) & (u128::MAX >> (128 - u32::from(f.width)))
+    }
+}
+
 impl<T> Rule<T> {
     /// The rule's priority: among the rules a packet matches, the highest wins.
     pub fn priority(&self) -> u32 {
@@ -226,19 +243,7 @@ impl<T> Rule<T> {
     /// The rule's (masked) value of field `f`, as `self.value_key().get(f)` without building
     /// the key.
     pub(crate) fn field_value(&self, f: KeyField) -> u128 {
-        let word = |w: usize| {
-            self.mask
-                .idx
-                .iter()
-                .position(|i| usize::from(*i) == w)
-                .map_or(0, |p| self.values.as_slice()[p])
-        };
-        let w = usize::from(f.word);
-        if f.width > 64 {
-            (u128::from(word(w)) << 64) | u128::from(word(w + 1))
-        } else {
-            u128::from(word(w) >> f.shift) & (u128::MAX >> (128 - u32::from(f.width)))
-        }
+        field_value(&self.mask, self.values.as_slice(), f)
     }
 
     /// The rule's (masked) value as a full key.

@@ -15,7 +15,9 @@ use arc_swap::{ArcSwap, Guard};
 use openflow::Match;
 use packet::key::{fields, FlowKey, KeyField};
 
-use crate::rule::{rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES};
+use crate::rule::{
+    field_value, rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES,
+};
 use crate::ruleset::{Log, Prim, RuleSet, TOUCH_GROUP};
 use crate::subtable::WriteKey;
 use crate::trie::{prefix_mask, Trie};
@@ -193,9 +195,11 @@ pub struct Classifier<T> {
     tries: Vec<Trie>,
     /// Versions published so far (the tries' nodes are reused by this count).
     n_published: u64,
-    /// The primitives of a single-operation commit (kept empty between commits, for its
-    /// capacity).
+    /// The primitives of a single-operation commit or of a [`Classifier::commit_with`]
+    /// (kept empty between commits, for its capacity, if small).
     applied: Vec<Prim<T>>,
+    /// [`Ops`]'s held inserts (kept empty between commits, for its capacity).
+    held: Vec<Held<T>>,
 }
 
 impl<T> std::fmt::Debug for Classifier<T> {
@@ -273,6 +277,7 @@ impl<T> Classifier<T> {
             next_seq: 0,
             n_published: 0,
             applied: Vec::new(),
+            held: Vec::new(),
         })
     }
 
@@ -412,9 +417,16 @@ impl<T> Classifier<T> {
                 Err(e)
             }
         };
-        applied.clear();
-        self.applied = applied;
+        self.keep_applied(applied);
         r
+    }
+
+    /// Keeps `applied` (emptied) for the next commit's primitives, if small.
+    fn keep_applied(&mut self, mut applied: Vec<Prim<T>>) {
+        if applied.capacity() <= KEEP_APPLIED {
+            applied.clear();
+            self.applied = applied;
+        }
     }
 
     /// Applies `batch` atomically and publishes it. Returns, per operation, the rule it
@@ -484,8 +496,13 @@ impl<T> Classifier<T> {
         let Some(mask) = self.interned(m.mask()) else {
             return;
         };
-        self.spare
-            .touch_writes(std::iter::once((&mask, WriteKey::Match(m.value()))));
+        self.touch_one(&mask, WriteKey::Match(m.value()), |f| m.value().get(f));
+    }
+
+    /// [`Classifier::touch_alone`] for an operation with mask `mask` on `key`, whose field
+    /// values `value` gives.
+    fn touch_one(&self, mask: &Arc<Mask>, key: WriteKey<'_>, value: impl Fn(KeyField) -> u128) {
+        self.spare.touch_writes(std::iter::once((mask, key)));
         for ((trie, pf), &plen) in self
             .tries
             .iter()
@@ -494,8 +511,7 @@ impl<T> Classifier<T> {
         {
             if plen > 0 {
                 trie.warm_entry(plen, || {
-                    (m.value().get(pf.field) << (128 - u32::from(pf.field.width)))
-                        & prefix_mask(plen)
+                    (value(pf.field) << (128 - u32::from(pf.field.width))) & prefix_mask(plen)
                 });
             }
         }
@@ -829,22 +845,29 @@ impl<T> Classifier<T> {
         F: FnOnce(&mut Ops<'_, T>),
     {
         self.sync_spare();
+        let applied = std::mem::take(&mut self.applied);
+        let held = std::mem::take(&mut self.held);
+        debug_assert!(applied.is_empty() && held.is_empty());
         let mut ops = Ops {
             cls: self,
-            applied: Vec::new(),
+            applied,
             n: 0,
             failed: None,
             check,
-            held: Vec::new(),
+            held,
         };
         f(&mut ops);
         if ops.failed.is_none() {
             ops.apply_held();
         }
         let Ops {
-            applied, n, failed, ..
+            applied,
+            n,
+            failed,
+            mut held,
+            ..
         } = ops;
-        match failed {
+        let r = match failed {
             Some(e) => {
                 self.roll_back(&applied);
                 Err(e.at(n))
@@ -853,9 +876,17 @@ impl<T> Classifier<T> {
                 self.publish();
                 Ok(n)
             }
-        }
+        };
+        self.keep_applied(applied);
+        // Held inserts not applied (the commit failed) are dropped here.
+        held.clear();
+        self.held = held;
+        r
     }
 }
+
+/// Largest list of primitives a commit keeps for the next one.
+const KEEP_APPLIED: usize = 1024;
 
 /// Most arena slots a publication prefetches for the next commit's replay
 /// ([`RuleSet::touch_replay`]).
@@ -944,9 +975,15 @@ impl<T> Ops<'_, T> {
                 .iter()
                 .map(|h| (&h.mask, WriteKey::Values(h.values.as_slice())));
             self.cls.spare.touch_writes(rules);
+        } else if let (1, Some(h)) = (self.n, self.held.first()) {
+            // The commit's one operation: its misses overlap one another at least.
+            let values = h.values.as_slice();
+            self.cls.touch_one(&h.mask, WriteKey::Values(values), |f| {
+                field_value(&h.mask, values, f)
+            });
         }
         let alone = self.n == 1;
-        for h in std::mem::take(&mut self.held) {
+        for h in self.held.drain(..) {
             let prim = self.cls.prim_insert(
                 (h.mask, h.values),
                 h.priority,
