@@ -317,6 +317,14 @@ macro_rules! with_arr {
     };
 }
 
+/// How many prefixes ahead a batch's insertion prefetches a prefix's jump entry
+/// ([`Trie::insert_sorted`]).
+const WARM_ENTRY_AHEAD: usize = 8;
+
+/// How many prefixes ahead a batch's insertion prefetches the nodes below a prefix's jump
+/// entry.
+const WARM_NODES_AHEAD: usize = 4;
+
 /// Cache lines from a jump entry's node on that [`Trie::warm_nodes`] prefetches.
 const WARM_LINES: usize = 3;
 
@@ -1369,7 +1377,17 @@ impl Trie {
         // Nodes from the root towards the previous prefix, each a prefix of the next (a
         // fork added since may be missing between two of them, which does not matter).
         let mut path: Vec<u32> = Vec::new();
-        for &(bits, len, n) in items {
+        for (i, &(bits, len, n)) in items.iter().enumerate() {
+            // Prefixes of a batch into a large trie are far apart, and each walks down from
+            // its jump entry (the finger is rarely on its path): the entry of the prefix
+            // `WARM_ENTRY_AHEAD` on and the nodes of the one `WARM_NODES_AHEAD` on (its entry
+            // in cache by then) are prefetched, so that those misses overlap this walk.
+            if let Some(&(b, l, _)) = items.get(i + WARM_ENTRY_AHEAD) {
+                self.warm_entry(l, || b);
+            }
+            if let Some(&(b, l, _)) = items.get(i + WARM_NODES_AHEAD) {
+                self.warm_nodes(l, || b);
+            }
             while let Some(&top) = path.last() {
                 let (nb, nl, _) = self.view.node(top);
                 if nl <= len && common_len(nb, bits, nl) == nl {

@@ -396,12 +396,12 @@ impl<T> Classifier<T> {
     /// (not [`Error::InBatch`]).
     fn commit_one(&mut self, op: Op<T>) -> Result<Arc<Rule<T>>, Error> {
         let m = op.rule_match().expect("not a clear");
-        self.touch_alone(m);
+        let mask = self.touch_alone(m);
         self.validate(m)?;
         self.sync_spare();
         let mut applied = std::mem::take(&mut self.applied);
         debug_assert!(applied.is_empty());
-        let r = self.apply_op(op, None, true, &mut applied, None);
+        let r = self.apply_op(op, mask, true, &mut applied, None);
         let r = match r {
             Ok(()) => {
                 let rule = match applied.first() {
@@ -437,8 +437,11 @@ impl<T> Classifier<T> {
     /// a reader does for one lookup (or one short [`Snapshot`]).
     pub fn commit(&mut self, batch: Batch<T>) -> Result<Vec<Arc<Rule<T>>>, Error> {
         let alone = batch.ops.len() == 1;
+        // The interned masks of the current group's operations, found for the loads ahead
+        // and then used to apply them (one search each).
+        let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
         if let (true, Some(m)) = (alone, batch.ops.first().and_then(Op::rule_match)) {
-            self.touch_alone(m);
+            masks[0] = self.touch_alone(m);
         }
         for (index, op) in batch.ops.iter().enumerate() {
             let Some(m) = op.rule_match() else {
@@ -450,9 +453,6 @@ impl<T> Classifier<T> {
         let mut ops = batch.ops;
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.len());
         let mut out = Vec::with_capacity(ops.len());
-        // The interned masks of the current group's operations, found for the loads ahead
-        // and then used to apply them (one search each).
-        let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
         for index in 0..ops.len() {
             if index % TOUCH_GROUP == 0 && ops.len() > 1 {
                 let group = &ops[index..ops.len().min(index + TOUCH_GROUP)];
@@ -492,11 +492,10 @@ impl<T> Classifier<T> {
     /// [`Trie::warm_entry`]), if its mask is interned. The checks and the replay of the last
     /// commit then overlap those cache misses (at 256K rules, one each) instead of the
     /// operation waiting on them one after another.
-    fn touch_alone(&mut self, m: &Match) {
-        let Some(mask) = self.interned(m.mask()) else {
-            return;
-        };
+    fn touch_alone(&mut self, m: &Match) -> Option<Arc<Mask>> {
+        let mask = self.interned(m.mask())?;
         self.touch_one(&mask, WriteKey::Match(m.value()), |f| m.value().get(f));
+        Some(mask)
     }
 
     /// [`Classifier::touch_alone`] for an operation with mask `mask` on `key`, whose field
