@@ -1,10 +1,43 @@
-//! The crate's one `unsafe` use: a cache prefetch hint.
+//! The crate's `unsafe` code: a cache prefetch hint, and shared arrays allocated zeroed.
 //!
 //! A plain load of a word the CPU does not have holds up retirement until the line arrives:
 //! issued ahead of the work that needs it, it only moves the stall (run 16 in the README).
 //! A prefetch retires at once, so the writer can ask for an operation's lines (its subtable's
 //! cell, arena slots and stage-index slots, its tries' jump entries) and go on with other work
 //! while they come.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
+use std::sync::Arc;
+
+use crate::shared::Cell;
+
+/// A type of which a value whose bytes are all zero is a valid value (`0` for an atomic
+/// integer).
+///
+/// # Safety
+///
+/// Only for types for which all-zero bytes are a valid value: integers, atomic integers, and
+/// arrays and structs of nothing else.
+pub(crate) unsafe trait Zeroable {}
+
+// SAFETY: all-zero bytes are the value 0 of an atomic integer.
+unsafe impl Zeroable for AtomicU8 {}
+// SAFETY: as above.
+unsafe impl Zeroable for AtomicU32 {}
+// SAFETY: as above.
+unsafe impl Zeroable for AtomicU64 {}
+// SAFETY: a cell is an array of `AtomicU64` and nothing else.
+unsafe impl Zeroable for Cell {}
+
+/// An array of `len` values whose bytes are all zero, allocated zeroed: pages the allocator
+/// takes fresh from the kernel are not written at all, and the array is written once at
+/// most (a `Vec` moved into an `Arc` is copied; collected into it directly, written element by
+/// element). A subtable's cells and stage indices are made so when they double.
+pub(crate) fn zeroed<T: Zeroable>(len: usize) -> Arc<[T]> {
+    let a = Arc::<[T]>::new_zeroed_slice(len);
+    // SAFETY: every element's bytes are zero, a valid `T` (`T: Zeroable`).
+    unsafe { a.assume_init() }
+}
 
 /// Asks the CPU to bring the cache line holding `r` into L1. A hint: it never faults, reads
 /// nothing the program sees and changes nothing.
