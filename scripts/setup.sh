@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing ferrovs needs on a fresh Debian 12 machine (as root):
-# Debian packages, a Rust toolchain (rustup) when cargo is missing, the nightly toolchain
+# Debian packages, a Rust toolchain (rustup) when cargo is missing or older than a crate's
+# `rust-version`, the nightly toolchain
 # (rustfmt's options and cargo-fuzz need it) and cargo-fuzz. Sourced by demo.sh and test.sh;
 # safe to run again (it only installs what is missing).
 set -euo pipefail
@@ -45,6 +46,22 @@ if ! command -v cargo >/dev/null 2>&1; then
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal \
         --component rustfmt,clippy
     export PATH="$HOME/.cargo/bin:$PATH"
+fi
+# The highest `rust-version` of the workspace's crates: an older stable toolchain is updated if
+# rustup manages it, and named otherwise.
+root=$(dirname "${BASH_SOURCE[0]}")/..
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$root"/Cargo.toml "$root"/crates/*/Cargo.toml |
+    sort -V | tail -n1)
+have=$(rustc --version | sed -n 's/^rustc \([0-9]*\.[0-9]*\).*/\1/p')
+if [ -n "$msrv" ] && [ -n "$have" ] &&
+    [ "$(printf '%s\n%s\n' "$msrv" "$have" | sort -V | head -n1)" != "$msrv" ]; then
+    if command -v rustup >/dev/null 2>&1; then
+        say "updating the stable Rust toolchain (rustc $have, ferrovs needs $msrv)"
+        rustup update stable --no-self-update
+    else
+        echo "setup: rustc $have is older than $msrv, which ferrovs needs; update it" >&2
+        exit 1
+    fi
 fi
 
 # Nightly: rustfmt.toml uses unstable options, and cargo-fuzz needs it. Without it the test

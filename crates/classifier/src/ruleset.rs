@@ -180,7 +180,7 @@ impl<T> RuleSet<T> {
                 continue;
             };
             if let Some(r) = st.find(key, self.seed) {
-                if best.map_or(true, |b| r.rank > b.rank) {
+                if best.is_none_or(|b| r.rank > b.rank) {
                     best = Some(r);
                 }
             }
@@ -216,7 +216,7 @@ impl<T> RuleSet<T> {
             match found {
                 Some(r) => {
                     st.mask.or_into(wc, st.mask.idx.len());
-                    if best.map_or(true, |b| r.rank > b.rank) {
+                    if best.is_none_or(|b| r.rank > b.rank) {
                         best = Some(r);
                     }
                 }
@@ -348,7 +348,7 @@ impl<T> RuleSet<T> {
                         if WC {
                             st.mask.or_into(&mut wcs[i], st.mask.idx.len());
                         }
-                        if out[i].map_or(true, |b| r.rank > b.rank) {
+                        if out[i].is_none_or(|b| r.rank > b.rank) {
                             out[i] = Some(r);
                         }
                     }
