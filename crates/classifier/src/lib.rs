@@ -29,9 +29,9 @@
 //! entry beside it, both found from the hash and the (small, cached) tags alone, neither
 //! waiting on the other. [`RuleSet::lookup_batch`] uses that: it takes up to [`BATCH`] keys
 //! through the subtables together and, in each subtable too large for the caches, hashes every
-//! key and loads every key's home cell and entry before comparing any. The loops are
-//! short enough that the CPU keeps all of a batch's cache misses in flight (a safe-Rust stand-in
-//! for the datapath's prefetches), so a table far larger than the caches costs little more per
+//! key and prefetches every key's home cell and entry before comparing any (`hint.rs` holds the
+//! crate's only `unsafe` code: the prefetch, and arrays allocated zeroed), so the cache misses of
+//! a batch are in flight together and a table far larger than the caches costs little more per
 //! lookup than a small one. Results and consulted bits are those of single lookups.
 //!
 //! **Wildcard tracking.** With `Some(wc)`, a lookup ORs into `wc` every key bit it needed.

@@ -239,10 +239,9 @@ impl<T> RuleSet<T> {
     ///
     /// Faster on large tables: the keys go through the subtables together, up to [`BATCH`]
     /// at a time, and in each subtable too large for the caches every key is hashed and its
-    /// home cell loaded before any key's entry is compared, so the cache misses of a batch
-    /// overlap instead of following one another (as the datapath's megaflow cache does with
-    /// prefetches; these are plain loads, in short loops, which keep a batch's misses in
-    /// flight as well: the compares that need them follow at once).
+    /// home cell and entry prefetched before any key's entry is compared, so the cache misses
+    /// of a batch overlap instead of following one another (as the datapath's megaflow cache
+    /// does).
     ///
     /// # Panics
     ///
@@ -306,9 +305,8 @@ impl<T> RuleSet<T> {
             let Some(st) = self.subtables[*si as usize].as_ref() else {
                 continue;
             };
-            // Hash every key, then (for a table too large for the caches) load every key's
-            // home cell: loops this short let the CPU keep all of a batch's cache misses in
-            // flight.
+            // Hash every key, then (for a table too large for the caches) prefetch every key's
+            // home cell and entry, so that all of a batch's cache misses are in flight together.
             ruled_out = 0;
             let mut m = live;
             while m != 0 {
