@@ -23,7 +23,7 @@ pub const BATCH: usize = 32;
 /// Largest vectors a replayed log gives back for the next batch's ([`RuleSet::recycle`]).
 pub(crate) const RECYCLE_MAX: usize = 64;
 
-/// Most rules [`RuleSet::touch_writes`] loads for at once.
+/// Most operations a batch prefetches for at once ([`RuleSet::touch_writes`]).
 pub(crate) const TOUCH_GROUP: usize = 32;
 
 /// A change the writer has resolved against the current rules; it cannot fail.
@@ -167,6 +167,9 @@ impl<T> RuleSet<T> {
         }
     }
 
+    // `map_or(true, ..)` rather than `is_none_or`: the same test, but OVS's 1,000-rule set
+    // looked up 3 to 4% slower with tracking in builds with `is_none_or` here (run 18).
+    #[allow(clippy::unnecessary_map_or)]
     #[inline]
     fn lookup_nowc(&self, key: &FlowKey) -> Option<&Arc<Rule<T>>> {
         let mut best: Option<&Arc<Rule<T>>> = None;
@@ -180,7 +183,7 @@ impl<T> RuleSet<T> {
                 continue;
             };
             if let Some(r) = st.find(key, self.seed) {
-                if best.is_none_or(|b| r.rank > b.rank) {
+                if best.map_or(true, |b| r.rank > b.rank) {
                     best = Some(r);
                 }
             }
@@ -188,6 +191,7 @@ impl<T> RuleSet<T> {
         best
     }
 
+    #[allow(clippy::unnecessary_map_or)] // See `lookup_nowc`.
     #[inline]
     fn lookup_wc(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<Rule<T>>> {
         let mut best: Option<&Arc<Rule<T>>> = None;
@@ -216,7 +220,7 @@ impl<T> RuleSet<T> {
             match found {
                 Some(r) => {
                     st.mask.or_into(wc, st.mask.idx.len());
-                    if best.is_none_or(|b| r.rank > b.rank) {
+                    if best.map_or(true, |b| r.rank > b.rank) {
                         best = Some(r);
                     }
                 }
@@ -273,6 +277,7 @@ impl<T> RuleSet<T> {
     }
 
     /// One batch of at most [`BATCH`] keys; `wcs` is used only if `WC`.
+    #[allow(clippy::unnecessary_map_or)] // See `lookup_nowc`.
     #[inline]
     fn batch<'a, const WC: bool>(
         &'a self,
@@ -346,7 +351,7 @@ impl<T> RuleSet<T> {
                         if WC {
                             st.mask.or_into(&mut wcs[i], st.mask.idx.len());
                         }
-                        if out[i].is_none_or(|b| r.rank > b.rank) {
+                        if out[i].map_or(true, |b| r.rank > b.rank) {
                             out[i] = Some(r);
                         }
                     }

@@ -12,8 +12,8 @@
 //! place ([`crate::shared`]); each version keeps its own arena of entries beside the cells, at
 //! the same positions: a cell whose position is empty in a version's arena does not exist for
 //! it. A hit usually reads one cell and the arena slot beside it (both found from the hash and
-//! the small, cached tags alone, so neither load waits on the other); a batch of lookups loads
-//! every key's home cell and arena slot before comparing any (see
+//! the small, cached tags alone, so neither load waits on the other); a batch of lookups
+//! prefetches every key's home cell and arena slot before comparing any (see
 //! [`RuleSet::lookup_batch`](crate::RuleSet::lookup_batch)).
 
 use std::collections::BTreeMap;
@@ -150,7 +150,7 @@ fn ix_spread(keys: usize) -> usize {
     }
 }
 
-/// Positions a replay loads together before copying their entries ([`Subtable::replay`]).
+/// Positions a replay brings in together before copying their entries ([`Subtable::replay`]).
 const REPLAY_GROUP: usize = 32;
 
 /// Stage indices a subtable can have: one per stage but the last.

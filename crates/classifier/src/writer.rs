@@ -437,7 +437,7 @@ impl<T> Classifier<T> {
     /// a reader does for one lookup (or one short [`Snapshot`]).
     pub fn commit(&mut self, batch: Batch<T>) -> Result<Vec<Arc<Rule<T>>>, Error> {
         let alone = batch.ops.len() == 1;
-        // The interned masks of the current group's operations, found for the loads ahead
+        // The interned masks of the current group's operations, found for the prefetches
         // and then used to apply them (one search each).
         let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
         if let (true, Some(m)) = (alone, batch.ops.first().and_then(Op::rule_match)) {
@@ -470,13 +470,13 @@ impl<T> Classifier<T> {
         Ok(out)
     }
 
-    /// Loads what applying `ops` (at most [`TOUCH_GROUP`]) will read first in the spare's
-    /// subtables ([`RuleSet::touch_writes`]), for those whose masks are interned already,
-    /// and leaves those masks in `masks` (by position) for their application. A batch of
-    /// more than one calls it for each group of operations before applying them (a single
-    /// operation has nothing to overlap its loads with): at 256K rules each operation misses
-    /// the cache on its home cell, its arena slot and a stage index, and one operation's
-    /// misses wait on nothing of another's, so loaded together they overlap.
+    /// Prefetches what applying `ops` (at most [`TOUCH_GROUP`]) will read first in the
+    /// spare's subtables ([`RuleSet::touch_writes`]), for those whose masks are interned
+    /// already, and leaves those masks in `masks` (by position) for their application. A batch
+    /// of more than one calls it for each group of operations before applying them (a single
+    /// operation has [`Classifier::touch_alone`]): at 256K rules each operation misses the
+    /// cache on its home cell, its arena slot and a stage index, and one operation's misses
+    /// wait on nothing of another's, so asked for together they overlap.
     fn touch_ops(&mut self, ops: &[Op<T>], masks: &mut [Option<Arc<Mask>>]) {
         for (slot, op) in masks.iter_mut().zip(ops) {
             *slot = op.rule_match().and_then(|m| self.interned(m.mask()));
@@ -651,8 +651,9 @@ impl<T> Classifier<T> {
     /// The primitive that inserts a rule, or replaces the one of the same match and
     /// priority; `known_new`: the caller knows there is none ([`Ops::insert_new`]), so it is
     /// not searched for (debug builds check). `alone`: the insertion is its commit's only
-    /// operation, and loads its tries' jump entries ahead ([`Classifier::warm_tries`]); a
-    /// batch's insertions walk from a finger (or rebuild the trie) and do not use them.
+    /// operation, and prefetches the trie nodes below its jump entries
+    /// ([`Classifier::warm_tries`]); a batch's insertions prefetch their own
+    /// ([`Trie::warm_nodes`] in the insertion loop), or rebuild the trie.
     fn prim_insert(
         &mut self,
         (mask, values): (Arc<Mask>, Values),
@@ -901,7 +902,7 @@ pub struct Ops<'a, T> {
     failed: Option<Error>,
     check: bool,
     /// Inserts checked and compiled but not applied yet (an insert cannot fail once its match
-    /// is checked): applied [`TOUCH_GROUP`] at a time, after the group's loads ahead, as a
+    /// is checked): applied [`TOUCH_GROUP`] at a time, after the group's prefetches, as a
     /// `Batch` commit applies its operations ([`Classifier::touch_ops`]). Any other operation,
     /// and the end of the commit, applies them first.
     held: Vec<Held<T>>,
