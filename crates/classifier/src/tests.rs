@@ -1359,3 +1359,56 @@ fn check_snapshot_across_commit(seed: u64, n_batches: usize) {
         }
     }
 }
+
+/// A `commit_with` whose first operation fails its check (before anything was applied, so
+/// before the spare was brought up to date) fails alone: the last commit's rules stay, in
+/// both versions, and so do the next commit's. It waits, as any commit does, for a reader
+/// still holding the spare (its roll-back writes the spare).
+#[test]
+fn commit_with_failing_before_any_application_keeps_both_versions() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    let reader = cls.reader();
+    let a = v4_match(0x0a00_0000, 8);
+    let b = v4_match(0x0b00_0000, 8);
+    let (held, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+    std::thread::scope(|s| {
+        // A reader holds the version that the first commit leaves as the spare.
+        let r = reader.clone();
+        s.spawn(move || {
+            let snap = r.snapshot();
+            held.0.send(()).unwrap();
+            // Until the failing commit is under way (or a second at most).
+            let _ = release.1.recv_timeout(std::time::Duration::from_secs(1));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(snap);
+        });
+        held.1.recv().unwrap();
+        cls.commit_with(|ops| {
+            ops.insert(&a, 5, 0, 1);
+        })
+        .unwrap();
+        let mut bad = Match::catch_all();
+        bad.set_exact(fields::TP_DST, 80);
+        let err = cls
+            .commit_with(|ops| {
+                release.0.send(()).unwrap();
+                ops.insert(&bad, 1, 0, 9);
+                ops.insert(&b, 5, 0, 9);
+            })
+            .unwrap_err();
+        assert!(matches!(err.cause(), Error::Prerequisite(_)), "{err}");
+    });
+    assert_eq!(cls.len(), 1);
+    // Two more commits: each version is published once more.
+    for (m, p) in [(b, 2), (v4_match(0x0c00_0000, 8), 3)] {
+        cls.commit_with(|ops| {
+            ops.insert(&m, 5, 0, p);
+        })
+        .unwrap();
+        for (dst, want) in [(0x0a00_0001, 1), (0x0b00_0001, 2)] {
+            let r = reader.lookup(&v4_packet(dst), None).expect("a rule");
+            assert_eq!(*r.payload(), want);
+        }
+    }
+    assert_eq!(cls.len(), 3);
+}

@@ -844,7 +844,6 @@ impl<T> Classifier<T> {
     where
         F: FnOnce(&mut Ops<'_, T>),
     {
-        self.sync_spare();
         let applied = std::mem::take(&mut self.applied);
         let held = std::mem::take(&mut self.held);
         debug_assert!(applied.is_empty() && held.is_empty());
@@ -855,6 +854,7 @@ impl<T> Classifier<T> {
             failed: None,
             check,
             held,
+            synced: false,
         };
         f(&mut ops);
         if ops.failed.is_none() {
@@ -865,8 +865,13 @@ impl<T> Classifier<T> {
             n,
             failed,
             mut held,
+            synced,
             ..
         } = ops;
+        if !synced {
+            // Failed before anything was applied: the roll-back still wants the spare.
+            self.sync_spare();
+        }
         let r = match failed {
             Some(e) => {
                 self.roll_back(&applied);
@@ -906,6 +911,10 @@ pub struct Ops<'a, T> {
     /// `Batch` commit applies its operations ([`Classifier::touch_ops`]). Any other operation,
     /// and the end of the commit, applies them first.
     held: Vec<Held<T>>,
+    /// True once the spare was brought up to the published version ([`Classifier::sync_spare`],
+    /// which the first application does: a commit's first insert is checked, and its cache
+    /// lines asked for, before the replay of the last commit).
+    synced: bool,
 }
 
 /// An insert [`Ops`] holds.
@@ -954,6 +963,15 @@ impl<T> Ops<'_, T> {
                     known_new,
                 });
                 self.n += 1;
+                if self.n == 1 {
+                    // The commit's first operation (maybe its only one): its misses overlap
+                    // the replay of the last commit, which its application waits for.
+                    let h = &self.held[self.held.len() - 1];
+                    let values = h.values.as_slice();
+                    self.cls.touch_one(&h.mask, WriteKey::Values(values), |f| {
+                        field_value(&h.mask, values, f)
+                    });
+                }
                 if self.held.len() == TOUCH_GROUP {
                     self.apply_held();
                 }
@@ -966,21 +984,20 @@ impl<T> Ops<'_, T> {
         }
     }
 
-    /// Applies the held inserts, in order, after loading what they will read first in the
-    /// spare (for more than one).
+    /// Brings the spare up to date the first time (every operation on the spare comes here
+    /// first), then applies the held inserts, in order, after prefetching what they will read
+    /// first in the spare (for more than one).
     fn apply_held(&mut self) {
+        if !self.synced {
+            self.cls.sync_spare();
+            self.synced = true;
+        }
         if self.held.len() > 1 {
             let rules = self
                 .held
                 .iter()
                 .map(|h| (&h.mask, WriteKey::Values(h.values.as_slice())));
             self.cls.spare.touch_writes(rules);
-        } else if let (1, Some(h)) = (self.n, self.held.first()) {
-            // The commit's one operation: its misses overlap one another at least.
-            let values = h.values.as_slice();
-            self.cls.touch_one(&h.mask, WriteKey::Values(values), |f| {
-                field_value(&h.mask, values, f)
-            });
         }
         let alone = self.n == 1;
         for h in self.held.drain(..) {
