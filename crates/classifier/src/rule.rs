@@ -66,6 +66,10 @@ pub(crate) struct Mask {
     /// Per stage of [`STAGES`], the tries (bit `t` for prefix field `t`) whose field lies in
     /// that stage and has a prefix length here: the tries a miss consults at that stage.
     pub(crate) stage_tries: [u8; STAGES.len()],
+    /// The writer's: [`Match::prereq_bits`](openflow::Match::prereq_bits) of matches with this
+    /// mask that passed the prerequisite check, which depends on the mask and those bits alone
+    /// (bit 32 marks a slot in use). Readers never read it.
+    valid_prereqs: [AtomicU64; 4],
 }
 
 impl Mask {
@@ -104,7 +108,28 @@ impl Mask {
             stage_ids: stage_ids.into(),
             trie_plens,
             stage_tries,
+            valid_prereqs: Default::default(),
         }
+    }
+
+    /// True if a match with this mask and prerequisite bits `bits` passed the check before
+    /// ([`Mask::note_prereqs`]).
+    pub(crate) fn prereqs_checked(&self, bits: u32) -> bool {
+        let want = u64::from(bits) | 1 << 32;
+        self.valid_prereqs
+            .iter()
+            .any(|s| s.load(Ordering::Relaxed) == want)
+    }
+
+    /// Remembers that a match with this mask and prerequisite bits `bits` passed the check
+    /// (in a free slot, or over one of the others).
+    pub(crate) fn note_prereqs(&self, bits: u32) {
+        let slot = self
+            .valid_prereqs
+            .iter()
+            .find(|s| s.load(Ordering::Relaxed) == 0)
+            .unwrap_or(&self.valid_prereqs[bits as usize % 4]);
+        slot.store(u64::from(bits) | 1 << 32, Ordering::Relaxed);
     }
 
     /// ORs the mask words at positions `0..end` of `idx` into `wc`.

@@ -599,6 +599,19 @@ impl<T> RuleSet<T> {
     /// rules' prefixes to the shared tries (`tries`, the writer's).
     pub(crate) fn finish_batch(&mut self, tries: &mut [Trie]) {
         self.apply_trie_pending(tries);
+        // The order stands if it names every subtable, each with its highest priority as
+        // it is (most single-rule commits): no list to make and sort.
+        let live = self.subtables.iter().flatten().count();
+        if self.order.len() == live
+            && self.order.iter().all(|&(p, i)| {
+                self.subtables
+                    .get(i as usize)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|st| st.max_priority() == p)
+            })
+        {
+            return;
+        }
         self.order.clear();
         for (i, st) in self.subtables.iter().enumerate() {
             if let Some(st) = st {

@@ -1412,3 +1412,30 @@ fn commit_with_failing_before_any_application_keeps_both_versions() {
     }
     assert_eq!(cls.len(), 3);
 }
+
+/// The prerequisite verdicts an interned mask remembers (once the short list of recent ones
+/// has moved on, as a rule set of many masks makes it) hold only for the same prerequisite
+/// bits: a GRE match with a TCP rule's mask still fails.
+#[test]
+fn a_mask_remembers_only_the_prerequisites_that_passed() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    let rule = |proto: u128, port: u128| {
+        let mut m = Match::catch_all();
+        m.set_exact(fields::DL_TYPE, 0x0800);
+        m.set_exact(fields::NW_PROTO, proto);
+        m.set_exact(fields::TP_DST, port);
+        m
+    };
+    cls.insert(rule(6, 80), 1, 0, 1).unwrap();
+    // Other masks push the first one out of the short list; the same mask comes back
+    // between them, so its own record is what answers.
+    for plen in 8..24 {
+        cls.insert(v4_match(0x0a00_0000, plen), 1, 0, 2).unwrap();
+        cls.insert(rule(17, 1000 + u128::from(plen)), 1, 0, 3)
+            .unwrap();
+    }
+    let err = cls.insert(rule(47, 80), 1, 0, 9).unwrap_err();
+    assert!(matches!(err, Error::Prerequisite(_)), "{err}");
+    cls.insert(rule(6, 443), 1, 0, 4).unwrap();
+    assert_eq!(cls.len(), 1 + 2 * 16 + 1);
+}

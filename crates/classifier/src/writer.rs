@@ -578,7 +578,15 @@ impl<T> Classifier<T> {
         {
             return Ok(());
         }
-        m.check_prerequisites().map_err(Error::Prerequisite)?;
+        // More masks than the list holds (a mixed rule set): the interned mask remembers its
+        // own.
+        let mask = self.interned(m.mask());
+        if !mask.as_ref().is_some_and(|k| k.prereqs_checked(bits)) {
+            m.check_prerequisites().map_err(Error::Prerequisite)?;
+            if let Some(k) = &mask {
+                k.note_prereqs(bits);
+            }
+        }
         if self.valid.len() < N_VALID {
             self.valid.push((*m.mask(), bits));
         } else {
