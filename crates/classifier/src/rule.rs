@@ -342,7 +342,19 @@ impl std::hash::Hasher for WordHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
+        // Four independent chains over 32-byte blocks, folded at the end: one chain's
+        // multiply waits on the last, and a whole key (360 bytes, as the writer's mask map
+        // hashes) took 45 of them in a row.
+        let mut blocks = bytes.chunks_exact(32);
+        let mut lanes = [self.0, 1, 2, 3];
+        for b in &mut blocks {
+            for (l, c) in lanes.iter_mut().zip(b.chunks_exact(8)) {
+                *l = mix(*l, u64::from_le_bytes(c.try_into().expect("chunks of 8")));
+            }
+        }
+        self.0 = lanes.iter().fold(0, |h, l| mix(h, *l));
+        let rest = blocks.remainder();
+        let mut chunks = rest.chunks_exact(8);
         for c in &mut chunks {
             let w = u64::from_le_bytes(c.try_into().expect("chunks of 8"));
             self.0 = mix(self.0, w);
