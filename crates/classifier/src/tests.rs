@@ -609,19 +609,23 @@ fn insert_missing_prerequisites_fails_and_changes_nothing() {
     assert!(cls.is_empty());
 }
 
+/// An IPv4 match on `nw_proto` `proto` and `tp_dst` `port` (whose prerequisites hold only for
+/// TCP, UDP and SCTP).
+fn ip_port_match(proto: u128, port: u128) -> Match {
+    let mut m = Match::catch_all();
+    m.set_exact(fields::DL_TYPE, 0x0800);
+    m.set_exact(fields::NW_PROTO, proto);
+    m.set_exact(fields::TP_DST, port);
+    m
+}
+
 /// The prerequisite verdicts remembered for recent masks hold only for the same prerequisite
 /// bits: after TCP and UDP rules passed, the same mask with GRE (no field has `tp_dst`'s
 /// bits there) still fails.
 #[test]
 fn remembered_prerequisites_do_not_pass_other_protocols() {
     let mut cls: Classifier<u32> = Classifier::new();
-    let rule = |proto: u128, port: u128| {
-        let mut m = Match::catch_all();
-        m.set_exact(fields::DL_TYPE, 0x0800);
-        m.set_exact(fields::NW_PROTO, proto);
-        m.set_exact(fields::TP_DST, port);
-        m
-    };
+    let rule = ip_port_match;
     let mut b = Batch::new();
     for (i, port) in (0..4u32).map(|i| (i, u128::from(i) + 80)) {
         b.insert(rule(if i % 2 == 0 { 6 } else { 17 }, port), 1, 0, i);
@@ -1419,13 +1423,7 @@ fn commit_with_failing_before_any_application_keeps_both_versions() {
 #[test]
 fn a_mask_remembers_only_the_prerequisites_that_passed() {
     let mut cls: Classifier<u32> = Classifier::new();
-    let rule = |proto: u128, port: u128| {
-        let mut m = Match::catch_all();
-        m.set_exact(fields::DL_TYPE, 0x0800);
-        m.set_exact(fields::NW_PROTO, proto);
-        m.set_exact(fields::TP_DST, port);
-        m
-    };
+    let rule = ip_port_match;
     cls.insert(rule(6, 80), 1, 0, 1).unwrap();
     // Other masks push the first one out of the short list; the same mask comes back
     // between them, so its own record is what answers.
