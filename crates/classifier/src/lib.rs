@@ -59,7 +59,7 @@
 //! versions: the writer changes the node array in place while readers walk it. The prefix fields
 //! are OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64
 //! bits work too ([`Classifier::with_prefixes`], at most [`MAX_PREFIXES`]). A batch's trie
-//! changes are applied sorted by prefix, and a trie whose nodes changed by a third is laid
+//! changes are applied sorted by prefix, and a trie whose nodes changed by half is laid
 //! out again depth-first, so walks touch few cache lines. Each node array has a jump table,
 //! indexed by the address bits below the root, of nodes a walk from the root would pass, with
 //! (for fields of at most 32 bits) the live prefix lengths above them: the writer's insertions
