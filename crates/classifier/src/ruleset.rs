@@ -599,15 +599,16 @@ impl<T> RuleSet<T> {
     /// rules' prefixes to the shared tries (`tries`, the writer's).
     pub(crate) fn finish_batch(&mut self, tries: &mut [Trie]) {
         self.apply_trie_pending(tries);
-        // The order stands if it names every subtable, each with its highest priority as
-        // it is (most single-rule commits): no list to make and sort.
+        // The order stands if it names as many subtables as there are, and every subtable the
+        // batch changed with its highest priority as it is (the others' did not change): most
+        // single-rule commits. No list to make and sort then.
         let live = self.subtables.iter().flatten().count();
         if self.order.len() == live
-            && self.order.iter().all(|&(p, i)| {
+            && self.touched.iter().all(|&i| {
                 self.subtables
                     .get(i as usize)
                     .and_then(Option::as_ref)
-                    .is_some_and(|st| st.max_priority() == p)
+                    .is_some_and(|st| self.order.contains(&(st.max_priority(), i)))
             })
         {
             return;
