@@ -1223,6 +1223,14 @@ impl Trie {
             if let Some(c) = self.counts.get(at) {
                 prefetch(c);
             }
+            // A prefix shorter than the field is often there already (a mixed rule set's /8s
+            // to /24s), and then only its count is raised: the counts below the entry too
+            // (mixed single commits into 262,144: 4% faster; random /32s lost 3% with it).
+            if len < self.width {
+                if let Some(c) = self.counts.get(j as usize) {
+                    prefetch(c);
+                }
+            }
         }
     }
 
