@@ -1134,7 +1134,13 @@ impl Trie {
             return;
         }
         if self.view.n_nodes() == 0 {
-            // The first node: an array with the sentinel.
+            // The first node: an array with the sentinel, of the field's layout (an empty
+            // view's array is wide, and re-layouts and growths keep the layout they find).
+            self.view.arr = if self.narrow {
+                Arr::Narrow(Arc::default())
+            } else {
+                Arr::Wide(Arc::default())
+            };
             self.relayout_with_room(n);
             return;
         }
@@ -1901,6 +1907,40 @@ mod tests {
         }
         assert_eq!(t.n_live(), 0);
         assert!(!t.remove(ps[0].0, ps[0].1));
+    }
+
+    /// A trie over a field of at most 32 bits has 16-byte nodes however it was made: grown
+    /// from empty by insertions (its first array, its growths, its re-layouts), or built from a
+    /// list. A wider field has 32-byte nodes.
+    #[test]
+    fn node_layout_follows_the_field_width_from_the_first_node() {
+        let narrow = |t: &Trie| matches!(t.view().arr, Arr::Narrow(_));
+        for width in [32, 128] {
+            let mut t = Trie::new(width);
+            let mut grew = 0;
+            let mut laid = 0;
+            for a in 0..3000u32 {
+                let (b, l) = v4(a.wrapping_mul(0x9e37_79b9), 32);
+                let before = (t.view().arr_ptr(), t.n_changes);
+                // As a single-rule commit changes it (growths and re-layouts included).
+                assert!(t.apply(&[(b, l, 1)]));
+                if t.view().arr_ptr() != before.0 {
+                    if t.n_changes < before.1 {
+                        laid += 1;
+                    } else {
+                        grew += 1;
+                    }
+                }
+                assert_eq!(narrow(&t), width <= 32, "width {width}, {} prefixes", a + 1);
+            }
+            assert!(
+                grew > 0 && laid > 0,
+                "width {width}: {grew} growths, {laid} re-layouts"
+            );
+            let mut built = Trie::new(width);
+            built.rebuild_with(&[(v4(0x0a00_0000, 8).0, 8, 1)]);
+            assert_eq!(narrow(&built), width <= 32, "width {width}, built");
+        }
     }
 
     /// A walk paused on a node that a removal then unlinks finishes as the trie was: the
