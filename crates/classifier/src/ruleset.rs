@@ -663,6 +663,14 @@ impl<T> RuleSet<T> {
     /// rose to the shared tries ([`Trie::apply`]); the net changes are kept, and the removals
     /// among them wait for the replay ([`RuleSet::replay`]).
     fn apply_trie_pending(&mut self, tries: &mut [Trie]) {
+        // A single insertion's prefixes: each trie's next miss asked for before any waits.
+        for (trie, pending) in tries.iter().zip(&self.trie_pending) {
+            if let [(bits, len, d)] = pending[..] {
+                if d > 0 {
+                    trie.warm_path(bits, len);
+                }
+            }
+        }
         let mut adds = std::mem::take(&mut self.trie_adds);
         for (t, trie) in tries.iter_mut().enumerate() {
             let pending = &mut self.trie_pending[t];

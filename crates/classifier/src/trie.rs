@@ -343,6 +343,29 @@ fn prefetch_lines<R>(v: &[R], j: usize) {
     }
 }
 
+/// [`Trie::warm_path`] in array `v` from node `j`: the nodes [`prefetch_lines`] brought in are
+/// read, the first node past them on the path is prefetched.
+fn warm_path_in<R: Repr>(v: &[R], j: u32, bits: u128, len: u8) {
+    let step = (64 / std::mem::size_of::<R>()).max(1);
+    let window = j as usize..=j as usize + (WARM_LINES - 1) * step;
+    let a = R::addr(bits);
+    let mut cur = j;
+    while cur != NIL {
+        let Some(n) = v.get(cur as usize) else {
+            return;
+        };
+        if !window.contains(&(cur as usize)) {
+            prefetch(n);
+            return;
+        }
+        let (nl, _, c) = n.meet(a);
+        if nl >= len || c < nl {
+            return;
+        }
+        cur = n.next(a, nl);
+    }
+}
+
 /// `v`'s nodes copied into an array of `len` (the rest unused).
 fn grown<R: Repr>(v: &[R], len: usize) -> Vec<R> {
     let mut out = Vec::with_capacity(len);
@@ -1238,6 +1261,20 @@ impl Trie {
                 }
             }
         }
+    }
+
+    /// For an insertion of prefix `bits`/`len` that [`Trie::warm_nodes`] prepared a while
+    /// before: follows its path down from the jump entry's node through the nodes whose cache
+    /// lines that prefetched, and prefetches the first node past them, if the path goes on
+    /// there (a node added since the last re-layout lies elsewhere in the array). Called for
+    /// every trie before the first is changed, so that the tries' last misses overlap instead
+    /// of following one another.
+    #[inline]
+    pub(crate) fn warm_path(&self, bits: u128, len: u8) {
+        let Some(j) = self.view.jump.start(bits, len) else {
+            return;
+        };
+        with_arr!(&self.view.arr, v => warm_path_in(v, j, bits, len));
     }
 
     /// Where an insertion of prefix `bits`/`len` starts: `Ok` with the node that already has
