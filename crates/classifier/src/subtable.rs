@@ -341,8 +341,9 @@ impl<T> Subtable<T> {
         for (to, len) in &log.moves {
             let mut arena: Vec<Option<Entry<T>>> = Vec::new();
             arena.resize_with(*len, || None);
-            for (from, e) in self.arena.iter_mut().enumerate() {
-                if let Some(e) = e.take() {
+            // Moved out by value: no `None` written back, and no pass to drop the old array.
+            for (from, e) in std::mem::take(&mut self.arena).into_iter().enumerate() {
+                if let Some(e) = e {
                     // A cell a growth dropped was a tombstone: no version had an entry there.
                     debug_assert!(to[from] != u32::MAX, "an entry at a dropped cell");
                     arena[to[from] as usize] = Some(e);
@@ -609,6 +610,9 @@ impl<T> Subtable<T> {
         let mut buf = [0u64; N_INLINE];
         let mut wide_buf = Vec::new();
         let mut live = 0;
+        // The old entries moved out by value, as the live cells are met (every entry's cell is
+        // live): no `None` written back, and no pass to drop the old array.
+        let mut old = std::mem::take(&mut self.arena).into_iter().enumerate();
         for from in self.cells.live() {
             let c = self.cells.cell(from);
             let s = c.slot();
@@ -628,7 +632,13 @@ impl<T> Subtable<T> {
             let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
             new.put(at, hash, inline);
             to[from] = u32::try_from(at).expect("fewer than 4G cells");
-            arena[at] = self.arena.get_mut(from).and_then(Option::take);
+            for (i, e) in old.by_ref() {
+                if i == from {
+                    arena[at] = e;
+                    break;
+                }
+                debug_assert!(e.is_none(), "an entry at a dead cell");
+            }
             live += 1;
         }
         debug_assert_eq!(live, ws.live, "live cells miscounted");
