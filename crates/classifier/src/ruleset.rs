@@ -23,6 +23,19 @@ pub const BATCH: usize = 32;
 /// Largest vectors a replayed log gives back for the next batch's ([`RuleSet::recycle`]).
 pub(crate) const RECYCLE_MAX: usize = 64;
 
+/// Most trie changes per trie whose list a version keeps for the next batch (bundles of a
+/// thousand rules reuse theirs; a larger batch's list is freed after it).
+const KEEP_TRIE_CHANGES: usize = 4096;
+
+/// Files the net change `n` of one prefix: a rise in `adds`, a fall in `gone`.
+fn file_net(n: (u128, u8, i64), adds: &mut Vec<(u128, u8, i64)>, gone: &mut Vec<(u128, u8, i64)>) {
+    match n.2.cmp(&0) {
+        std::cmp::Ordering::Greater => adds.push(n),
+        std::cmp::Ordering::Less => gone.push(n),
+        std::cmp::Ordering::Equal => {}
+    }
+}
+
 /// Most operations a batch prefetches for at once ([`RuleSet::touch_writes`]).
 pub(crate) const TOUCH_GROUP: usize = 32;
 
@@ -81,15 +94,17 @@ pub struct RuleSet<T> {
     /// sorted by [`RuleSet::finish_batch`] so that consecutive walks share their upper path in
     /// cache.
     trie_pending: Vec<Vec<(u128, u8, i8)>>,
-    /// The net trie changes of the last batch, per trie, in prefix order. Its additions went
-    /// into the shared tries before it was published; its removals wait for the replay of that
-    /// batch onto the other version ([`RuleSet::replay`]), when no version has those rules.
-    last_nets: Vec<Vec<(u128, u8, i64)>>,
+    /// The net removals among the last batch's trie changes, per trie, in prefix order (its
+    /// additions went into the shared tries before it was published): they wait for the replay
+    /// of that batch onto the other version ([`RuleSet::replay`]), when no version has those
+    /// rules. Only the removals: a list of every change of a 262,144-rule batch, kept in each
+    /// version, was a fifth of the table's memory.
+    last_gone: Vec<Vec<(u128, u8, i64)>>,
     /// Subtables the current batch changed (their own logs say how), for the replay onto
     /// the other version.
     touched: Vec<u32>,
-    /// The additions among `last_nets` while they are applied (kept for its capacity, if
-    /// small).
+    /// The additions among the last batch's net trie changes while they are applied (kept for its
+    /// capacity, if small).
     trie_adds: Vec<(u128, u8, i64)>,
     /// A replayed log's list, kept for its capacity ([`RuleSet::recycle`]).
     log_buf: Vec<(u32, Option<SubLog<T>>)>,
@@ -126,7 +141,7 @@ impl<T> RuleSet<T> {
             order: Vec::new(),
             tries: prefixes.iter().map(|_| TrieView::default()).collect(),
             trie_pending: prefixes.iter().map(|_| Vec::new()).collect(),
-            last_nets: prefixes.iter().map(|_| Vec::new()).collect(),
+            last_gone: prefixes.iter().map(|_| Vec::new()).collect(),
             touched: Vec::new(),
             log_buf: Vec::new(),
             trie_adds: Vec::new(),
@@ -541,20 +556,20 @@ impl<T> RuleSet<T> {
         self.free.clone_from(&published.free);
         self.order.clone_from(&published.order);
         self.n_rules = published.n_rules;
-        let mut gone: Vec<(u128, u8, i64)> = Vec::new();
         for (t, trie) in tries.iter_mut().enumerate() {
             debug_assert!(
                 self.trie_pending[t].is_empty(),
                 "a replay pushes no trie change"
             );
-            gone.clear();
-            gone.extend(published.last_nets[t].iter().filter(|n| n.2 < 0));
-            let ok = trie.apply(&gone);
+            let ok = trie.apply(&published.last_gone[t]);
             debug_assert!(ok, "trie out of sync");
         }
         self.take_tries(tries);
-        for nets in &mut self.last_nets {
-            nets.clear();
+        for gone in &mut self.last_gone {
+            gone.clear();
+            if gone.capacity() > KEEP_TRIE_CHANGES {
+                *gone = Vec::new();
+            }
         }
     }
 
@@ -660,8 +675,8 @@ impl<T> RuleSet<T> {
     }
 
     /// Nets the batch's trie changes out in prefix order and adds the prefixes whose count
-    /// rose to the shared tries ([`Trie::apply`]); the net changes are kept, and the removals
-    /// among them wait for the replay ([`RuleSet::replay`]).
+    /// rose to the shared tries ([`Trie::apply`]); the removals are kept, for the replay
+    /// ([`RuleSet::replay`]).
     fn apply_trie_pending(&mut self, tries: &mut [Trie]) {
         // A single insertion's prefixes: each trie's next miss asked for before any waits.
         for (trie, pending) in tries.iter().zip(&self.trie_pending) {
@@ -674,22 +689,32 @@ impl<T> RuleSet<T> {
         let mut adds = std::mem::take(&mut self.trie_adds);
         for (t, trie) in tries.iter_mut().enumerate() {
             let pending = &mut self.trie_pending[t];
-            let nets = &mut self.last_nets[t];
-            nets.clear();
+            let gone = &mut self.last_gone[t];
+            gone.clear();
             if pending.is_empty() {
                 continue;
             }
             sort_prefixes(pending, self.prefixes[t].field.width);
-            // Net change per (prefix, length), in order.
+            // Net change per (prefix, length), in order: rises to `adds`, falls to `gone`.
+            adds.clear();
+            let mut net: Option<(u128, u8, i64)> = None;
             for (bits, len, d) in pending.drain(..) {
-                match nets.last_mut() {
-                    Some(last) if (last.0, last.1) == (bits, len) => last.2 += i64::from(d),
-                    _ => nets.push((bits, len, i64::from(d))),
+                match &mut net {
+                    Some(n) if (n.0, n.1) == (bits, len) => n.2 += i64::from(d),
+                    _ => {
+                        if let Some(n) = net.replace((bits, len, i64::from(d))) {
+                            file_net(n, &mut adds, gone);
+                        }
+                    }
                 }
             }
-            nets.retain(|n| n.2 != 0);
-            adds.clear();
-            adds.extend(nets.iter().filter(|n| n.2 > 0));
+            if let Some(n) = net {
+                file_net(n, &mut adds, gone);
+            }
+            // A large batch's list goes: a table loaded by one batch would keep it for good.
+            if pending.capacity() > KEEP_TRIE_CHANGES {
+                *pending = Vec::new();
+            }
             let ok = trie.apply(&adds);
             debug_assert!(ok, "trie out of sync");
         }
@@ -721,9 +746,9 @@ impl<T> RuleSet<T> {
             n += st.own_bytes();
         }
         // The change lists a batch leaves behind (kept for the replay, reused by the next).
-        for (pending, nets) in self.trie_pending.iter().zip(&self.last_nets) {
+        for (pending, gone) in self.trie_pending.iter().zip(&self.last_gone) {
             n += pending.capacity() * std::mem::size_of::<(u128, u8, i8)>();
-            n += nets.capacity() * std::mem::size_of::<(u128, u8, i64)>();
+            n += gone.capacity() * std::mem::size_of::<(u128, u8, i64)>();
         }
         n
     }
