@@ -98,7 +98,7 @@ pub struct RuleSet<T> {
     /// additions went into the shared tries before it was published): they wait for the replay
     /// of that batch onto the other version ([`RuleSet::replay`]), when no version has those
     /// rules. Only the removals: a list of every change of a 262,144-rule batch, kept in each
-    /// version, was a fifth of the table's memory.
+    /// version, was a third of the table's memory.
     last_gone: Vec<Vec<(u128, u8, i64)>>,
     /// Subtables the current batch changed (their own logs say how), for the replay onto
     /// the other version.
