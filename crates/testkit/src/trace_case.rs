@@ -550,16 +550,32 @@ pub fn replay_on_ovs(ovs: &mut OvsReference, case: &TraceCase) -> Result<CaseOut
     for step in &case.setup {
         replay_step(ovs, &case.id, step)?;
     }
-    let trace = ovs
-        .trace(
-            case.trace_bridge.as_deref(),
-            &case.trace_input,
-            &case.trace_options,
-        )
-        .map_err(ovs_err)?;
-    let verdict = case.verdict(&trace.datapath_actions);
-    Ok(CaseOutcome { trace, verdict })
+    // A mismatch is traced again, after a pause, before it counts: OVS applies some setup
+    // (a port's `noflood` from `ovs-ofctl mod-port`) to its translation only at a later pass of
+    // its main loop, and a trace right after may still see the old port. On a loaded machine the
+    // suite saw that once (`ofproto-dpif:2054` with port 6 flooded). A real difference stays.
+    let mut tries = 0;
+    loop {
+        let trace = ovs
+            .trace(
+                case.trace_bridge.as_deref(),
+                &case.trace_input,
+                &case.trace_options,
+            )
+            .map_err(ovs_err)?;
+        let verdict = case.verdict(&trace.datapath_actions);
+        tries += 1;
+        if matches!(verdict, Verdict::Pass | Verdict::KnownVersionDifference)
+            || tries == TRACE_TRIES
+        {
+            return Ok(CaseOutcome { trace, verdict });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
+
+/// Traces of a case on OVS before a mismatch counts ([`replay_on_ovs`]).
+const TRACE_TRIES: u32 = 3;
 
 #[cfg(test)]
 mod tests {
