@@ -1173,6 +1173,9 @@ impl Trie {
         // Positions stay: the table too, in a copy (the old array's readers keep the old one,
         // which names only nodes of their array).
         self.view.jump = Arc::new(self.view.jump.copy());
+        // Exactly: `resize` alone may double the capacity, a megabyte too many at 256K nodes.
+        self.counts
+            .reserve_exact(len.saturating_sub(self.counts.len()));
         self.counts.resize(len, 0);
     }
 
@@ -1617,6 +1620,12 @@ impl Trie {
         };
         let mut counts = std::mem::take(&mut self.counts);
         counts.clear();
+        // Exactly `len` (extending and resizing an empty vector doubled its capacity past it:
+        // 1.8 MB too many for a trie of 262,144 /32s); a much larger old one goes.
+        if counts.capacity() > len + len / 8 {
+            counts = Vec::new();
+        }
+        counts.reserve_exact(len);
         counts.extend(nodes.iter().map(|p| p.count));
         counts.resize(len, 0);
         let jump = fill.map_or_else(Jump::default, JumpFill::finish);
@@ -1978,6 +1987,33 @@ mod tests {
             built.rebuild_with(&[(v4(0x0a00_0000, 8).0, 8, 1)]);
             assert_eq!(narrow(&built), width <= 32, "width {width}, built");
         }
+    }
+
+    /// The writer's counts take as many slots as the node array has, no more: after a rebuild
+    /// (extending an empty vector to the array's length doubled its capacity past it) and after
+    /// a growth in place.
+    #[test]
+    fn counts_are_as_long_as_the_array() {
+        let mut t = Trie::new(32);
+        let mut first: Vec<(u128, u8, i64)> = (0..5000u32)
+            .map(|a| (v4(a.wrapping_mul(0x9e37_79b9), 32).0, 32, 1))
+            .collect();
+        first.sort_unstable();
+        assert!(t.apply(&first));
+        assert_eq!(t.counts.capacity(), t.view().n_nodes(), "after a rebuild");
+        let arr = t.view().arr_ptr();
+        let mut a = 5000u32;
+        while t.view().arr_ptr() == arr {
+            let (b, l) = v4(a.wrapping_mul(0x9e37_79b9), 32);
+            assert!(t.apply(&[(b, l, 1)]));
+            a += 1;
+        }
+        assert_eq!(
+            t.counts.capacity(),
+            t.view().n_nodes(),
+            "after {} more",
+            a - 5000
+        );
     }
 
     /// A walk paused on a node that a removal then unlinks finishes as the trie was: the
