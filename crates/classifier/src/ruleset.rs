@@ -756,7 +756,13 @@ impl<T> RuleSet<T> {
 
 /// Rule `r`'s prefix of `plen` bits on prefix field `pf`, left-aligned.
 pub(crate) fn prefix_bits<T>(r: &Rule<T>, pf: &PrefixField, plen: u8) -> u128 {
-    (r.field_value(pf.field) << (128 - u32::from(pf.field.width))) & prefix_mask(plen)
+    prefix_of(r.field_value(pf.field), pf, plen)
+}
+
+/// The prefix of `plen` bits of `value`, a value of prefix field `pf`, left-aligned (as the
+/// tries hold prefixes).
+pub(crate) fn prefix_of(value: u128, pf: &PrefixField, plen: u8) -> u128 {
+    (value << (128 - u32::from(pf.field.width))) & prefix_mask(plen)
 }
 
 /// Sorts trie changes by `(prefix, length)`. A prefix of a field at most 48 bits wide sits in

@@ -18,9 +18,9 @@ use packet::key::{fields, FlowKey, KeyField};
 use crate::rule::{
     field_value, rank, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES,
 };
-use crate::ruleset::{Log, Prim, RuleSet, TOUCH_GROUP};
+use crate::ruleset::{prefix_of, Log, Prim, RuleSet, TOUCH_GROUP};
 use crate::subtable::WriteKey;
-use crate::trie::{prefix_mask, Trie};
+use crate::trie::Trie;
 use crate::{Error, PrefixField};
 
 /// One change in a [`Batch`].
@@ -509,9 +509,7 @@ impl<T> Classifier<T> {
             .zip(&mask.trie_plens)
         {
             if plen > 0 {
-                trie.warm_entry(plen, || {
-                    (value(pf.field) << (128 - u32::from(pf.field.width))) & prefix_mask(plen)
-                });
+                trie.warm_entry(plen, || prefix_of(value(pf.field), pf, plen));
             }
         }
     }
