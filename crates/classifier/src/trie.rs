@@ -328,10 +328,16 @@ const WARM_NODES_AHEAD: usize = 4;
 /// Cache lines from a jump entry's node on that [`Trie::warm_nodes`] prefetches.
 const WARM_LINES: usize = 3;
 
+/// Nodes of layout `R` to a 64-byte cache line (at least one).
+#[inline]
+fn nodes_per_line<R>() -> usize {
+    (64 / std::mem::size_of::<R>()).max(1)
+}
+
 /// Prefetches the [`WARM_LINES`] cache lines of `v` from node `j` on.
 #[inline]
 fn prefetch_lines<R>(v: &[R], j: usize) {
-    let step = (64 / std::mem::size_of::<R>()).max(1);
+    let step = nodes_per_line::<R>();
     for n in v
         .get(j..)
         .unwrap_or_default()
@@ -346,7 +352,7 @@ fn prefetch_lines<R>(v: &[R], j: usize) {
 /// [`Trie::warm_path`] in array `v` from node `j`: the nodes [`prefetch_lines`] brought in are
 /// read, the first node past them on the path is prefetched.
 fn warm_path_in<R: Repr>(v: &[R], j: u32, bits: u128, len: u8) {
-    let step = (64 / std::mem::size_of::<R>()).max(1);
+    let step = nodes_per_line::<R>();
     let window = j as usize..=j as usize + (WARM_LINES - 1) * step;
     let a = R::addr(bits);
     let mut cur = j;
@@ -1179,17 +1185,19 @@ impl Trie {
         self.counts.resize(len, 0);
     }
 
+    /// The position the next new node takes ([`Trie::alloc`]): the last freed one, or the
+    /// first never used.
+    fn next_slot(&self) -> u32 {
+        self.free.last().copied().unwrap_or(self.next)
+    }
+
     fn alloc(&mut self, p: Parts) -> u32 {
         self.n_changes += 1;
         self.n_live += 1;
-        let i = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                let i = self.next;
-                self.next += 1;
-                i
-            }
-        };
+        let i = self.next_slot();
+        if self.free.pop().is_none() {
+            self.next += 1;
+        }
         self.counts[i as usize] = p.count;
         self.view.store(i, p);
         if p.count > 0 {
@@ -1245,7 +1253,7 @@ impl Trie {
         }
         if let Some(j) = self.view.jump.start(bits(), len) {
             // And where the insertion's new nodes go.
-            let at = self.free.last().copied().unwrap_or(self.next) as usize;
+            let at = self.next_slot() as usize;
             with_arr!(&self.view.arr, v => {
                 prefetch_lines(v, j as usize);
                 if let Some(n) = v.get(at) {
