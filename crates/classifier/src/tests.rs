@@ -1031,15 +1031,12 @@ fn memory_exact_rules_reports_bytes_per_rule() {
 #[test]
 fn a_large_batch_leaves_no_lists_of_its_size_behind() {
     let rule = |i: u32| {
-        let mut m = Match::catch_all();
-        m.set_exact(fields::DL_TYPE, 0x0800);
-        m.set_exact(fields::NW_PROTO, 6);
+        let mut m = ip_port_match(6, u128::from(i % 1000));
         m.set_exact(fields::NW_SRC, u128::from(i.wrapping_mul(0x9e37_79b9)));
         m.set_exact(
             fields::NW_DST,
             u128::from(i.wrapping_mul(0x85eb_ca6b) ^ 0x0a00_0000),
         );
-        m.set_exact(fields::TP_DST, u128::from(i % 1000));
         m
     };
     let n = 20_000;
