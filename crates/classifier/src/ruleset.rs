@@ -240,11 +240,7 @@ impl<T> RuleSet<T> {
                     }
                 }
                 None => {
-                    let ctx = ctx.get_or_insert_with(|| TrieCtx {
-                        prefixes: &self.prefixes,
-                        tries: &self.tries,
-                        walks: Default::default(),
-                    });
+                    let ctx = ctx.get_or_insert_with(|| TrieCtx::new(&self.prefixes, &self.tries));
                     st.explain_miss(key, self.seed, probed.then_some(&raw), ctx, wc);
                 }
             }
@@ -371,11 +367,8 @@ impl<T> RuleSet<T> {
                         }
                     }
                     None if WC => {
-                        let ctx = ctxs[i].get_or_insert_with(|| TrieCtx {
-                            prefixes: &self.prefixes,
-                            tries: &self.tries,
-                            walks: Default::default(),
-                        });
+                        let ctx = ctxs[i]
+                            .get_or_insert_with(|| TrieCtx::new(&self.prefixes, &self.tries));
                         let raw = (probe & (1 << i) != 0).then_some(&raws[i]);
                         st.explain_miss(&keys[i], self.seed, raw, ctx, &mut wcs[i]);
                     }

@@ -83,23 +83,58 @@ impl<T> Entry<T> {
 /// Lazily computed trie walks for one lookup, one per prefix field.
 #[derive(Debug)]
 pub(crate) struct TrieCtx<'a> {
-    pub(crate) prefixes: &'a [PrefixField],
-    pub(crate) tries: &'a [crate::trie::TrieView],
-    pub(crate) walks: [Walk; crate::rule::MAX_PREFIXES],
+    prefixes: &'a [PrefixField],
+    tries: &'a [crate::trie::TrieView],
+    walks: [Walk; crate::rule::MAX_PREFIXES],
 }
 
-impl TrieCtx<'_> {
+impl<'a> TrieCtx<'a> {
+    /// The context of a lookup in tries `tries` over fields `prefixes`; no walk begun.
+    #[inline]
+    pub(crate) fn new(prefixes: &'a [PrefixField], tries: &'a [crate::trie::TrieView]) -> Self {
+        TrieCtx {
+            prefixes,
+            tries,
+            walks: Default::default(),
+        }
+    }
+
     /// Walk of trie `t` for `key`, advanced (if needed) far enough to answer for prefix
     /// length `plen`.
+    ///
+    /// A walk that starts from its jump table (a trie too large for the caches, and an address
+    /// under its root) first begins every other walk not yet begun
+    /// ([`TrieView::begin`](crate::trie::TrieView::begin)): each asks for its first node's
+    /// line at once, so that the first misses of a lookup's walks overlap instead of following
+    /// one another (mixed masks at 262,144 rules: a fifth more single lookups a second).
     #[inline]
     fn walk(&mut self, t: usize, key: &FlowKey, plen: u8) -> TrieMatch {
-        let w = &mut self.walks[t];
-        if !w.knows(plen) {
+        if !self.walks[t].knows(plen) {
             let field = self.prefixes[t].field;
             let bits = key.get(field) << (128 - u32::from(field.width));
-            self.tries[t].advance(w, bits, field.width, plen);
+            if !self.walks[t].started() && self.tries[t].begin(&mut self.walks[t], bits) {
+                self.begin_others(key, t);
+            }
+            self.tries[t].advance(&mut self.walks[t], bits, field.width, plen);
         }
-        w.m()
+        self.walks[t].m()
+    }
+
+    /// Begins the walk of every trie but `t` not begun yet, where it starts from a jump table.
+    #[inline]
+    fn begin_others(&mut self, key: &FlowKey, t: usize) {
+        for (i, ((w, trie), pf)) in self
+            .walks
+            .iter_mut()
+            .zip(self.tries)
+            .zip(self.prefixes)
+            .enumerate()
+        {
+            if i != t && !w.started() && trie.walks_from_jump() {
+                let field = pf.field;
+                trie.begin(w, key.get(field) << (128 - u32::from(field.width)));
+            }
+        }
     }
 
     /// True if a trie walk already made for this lookup proves that no rule with mask `m`

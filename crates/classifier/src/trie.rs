@@ -520,6 +520,12 @@ impl Walk {
         }
     }
 
+    /// True once the walk has a node to go on from (or has ended).
+    #[inline]
+    pub(crate) fn started(&self) -> bool {
+        self.started
+    }
+
     /// True if the walk has gone far enough to answer for prefix length `plen`: it ended,
     /// or it passed bit `plen` (then every node of length at most `plen` on the path was
     /// seen, and at least `plen` bits were examined).
@@ -611,6 +617,32 @@ impl TrieView {
         let mut w = Walk::default();
         self.advance(&mut w, bits, width, u8::MAX);
         w.m()
+    }
+
+    /// True if readers' walks start from the jump table ([`TrieView::begin`] may start them).
+    #[inline]
+    pub(crate) fn walks_from_jump(&self) -> bool {
+        self.jump.for_readers()
+    }
+
+    /// Starts walk `w` (not begun) along `bits` at its jump-table node, if the table has one
+    /// there, and asks for that node's line: a lookup begins the walks of all its tries
+    /// together, so that their first misses overlap instead of following one another.
+    /// Returns `true` if it started there.
+    #[inline]
+    pub(crate) fn begin(&self, w: &mut Walk, bits: u128) -> bool {
+        let Some((n, lens)) = self.jump.reader_start(bits) else {
+            return false;
+        };
+        w.started = true;
+        w.cur = n;
+        w.lens = u128::from(lens);
+        with_arr!(&self.arr, v => {
+            if let Some(node) = v.get(n as usize) {
+                prefetch(node);
+            }
+        });
+        true
     }
 
     /// Continues walk `w` along `bits` until it knows the answer for prefix length `upto`
@@ -918,11 +950,17 @@ impl Jump {
             .then(|| ((bits << self.base) >> (128 - u32::from(self.k))) as usize)
     }
 
+    /// True if readers start their walks here: the table keeps lengths and is large enough.
+    #[inline]
+    fn for_readers(&self) -> bool {
+        self.lens && self.k >= READER_MIN_K
+    }
+
     /// Where a reader's walk along `bits` may start: the entry's node and the live prefix
     /// lengths it has (see [`Jump`]), if the table keeps lengths and has a node there.
     #[inline]
     fn reader_start(&self, bits: u128) -> Option<(u32, u32)> {
-        if !self.lens || self.k < READER_MIN_K {
+        if !self.for_readers() {
             return None;
         }
         let e = self.at.get(self.index(bits)?)?.load(Ordering::Acquire);
