@@ -21,7 +21,10 @@
 //! cell's words in one dense array per subtable. Subtables are sorted by their
 //! highest priority, and a lookup stops as soon as no remaining subtable can hold a rule of
 //! the best priority found (subtables with that same priority are still probed, for the
-//! tie rule).
+//! tie rule). Each subtable keeps the range of its rules' priorities, and a lookup decides
+//! from the ranges whenever they settle it (whether to stop, which of two rules wins), reading
+//! a rule's rank only when they overlap: in a table larger than the caches, each rule read is a
+//! cache miss.
 //!
 //! A subtable's values sit in place in an open-addressing table of cells (`shared.rs`, at most
 //! half full, a tag byte per cell beside it), and each version's entries (the rules of a value)

@@ -202,6 +202,14 @@ pub(crate) fn rank(priority: u32, seq: u64) -> Rank {
     (u128::from(priority) << 64) | u128::from(u64::MAX - seq)
 }
 
+/// The priority of a rank (its high half): a lookup that reads a rule's rank has its priority
+/// from the same load (the `priority` field lies two cache lines further on).
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // The high half holds a `u32`.
+pub(crate) fn rank_priority(rank: Rank) -> u32 {
+    (rank >> 64) as u32
+}
+
 /// One rule: a match, a priority, a cookie, a payload (the pipeline's actions) and a handle
 /// to its statistics.
 pub struct Rule<T> {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use packet::key::FlowKey;
 
-use crate::rule::{Mask, Rule};
+use crate::rule::{rank_priority, Mask, Rule};
 use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteKey};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
@@ -38,6 +38,73 @@ fn file_net(n: (u128, u8, i64), adds: &mut Vec<(u128, u8, i64)>, gone: &mut Vec<
 
 /// Most operations a batch prefetches for at once ([`RuleSet::touch_writes`]).
 pub(crate) const TOUCH_GROUP: usize = 32;
+
+/// The best rule a lookup found so far, with bounds on its priority taken from the priorities
+/// of the subtable it came from: a rule's rank is a cache miss in a table larger than the
+/// caches, and the bounds settle most decisions without it (subtables in priority bands, as an
+/// ACL's, never need it).
+#[derive(Debug)]
+struct Best<'a, T> {
+    rule: &'a Arc<Rule<T>>,
+    /// `lo <= rule.priority <= hi`.
+    lo: u32,
+    hi: u32,
+}
+
+impl<T> Clone for Best<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Best<'_, T> {}
+
+impl<'a, T> Best<'a, T> {
+    /// Rule `rule`, found in a subtable whose priorities are `range`.
+    #[inline]
+    fn new(rule: &'a Arc<Rule<T>>, range: (u32, u32)) -> Self {
+        Best {
+            rule,
+            lo: range.0,
+            hi: range.1,
+        }
+    }
+
+    /// The rule's priority, read from its rank, and known exactly from now on.
+    #[inline]
+    fn priority(&mut self) -> u32 {
+        let p = rank_priority(self.rule.rank);
+        (self.lo, self.hi) = (p, p);
+        p
+    }
+
+    /// True if no rule of a subtable whose highest priority is `max` can beat this one.
+    #[inline]
+    fn beats_all(&mut self, max: u32) -> bool {
+        if max < self.lo {
+            true
+        } else if max >= self.hi {
+            false
+        } else {
+            max < self.priority()
+        }
+    }
+
+    /// Takes `rule`, found in a subtable whose priorities are `range`, if it beats this one.
+    #[inline]
+    fn offer(&mut self, rule: &'a Arc<Rule<T>>, range: (u32, u32)) {
+        if range.1 < self.lo {
+            // Lower priority.
+        } else if range.0 > self.hi {
+            *self = Best::new(rule, range);
+        } else if rule.rank > self.rule.rank {
+            *self = Best::new(rule, range);
+            self.priority();
+        } else {
+            self.priority();
+        }
+    }
+}
 
 /// A change the writer has resolved against the current rules; it cannot fail.
 #[derive(Debug)]
@@ -182,15 +249,12 @@ impl<T> RuleSet<T> {
         }
     }
 
-    // `map_or(true, ..)` rather than `is_none_or`: the same test, but OVS's 1,000-rule set
-    // looked up 3 to 4% slower with tracking in builds with `is_none_or` here (run 18).
-    #[allow(clippy::unnecessary_map_or)]
     #[inline]
     fn lookup_nowc(&self, key: &FlowKey) -> Option<&Arc<Rule<T>>> {
-        let mut best: Option<&Arc<Rule<T>>> = None;
+        let mut best: Option<Best<'_, T>> = None;
         for (max_prio, i) in &self.order {
-            if let Some(b) = best {
-                if *max_prio < b.priority {
+            if let Some(b) = &mut best {
+                if b.beats_all(*max_prio) {
                     break;
                 }
             }
@@ -198,23 +262,23 @@ impl<T> RuleSet<T> {
                 continue;
             };
             if let Some(r) = st.find(key, self.seed) {
-                if best.map_or(true, |b| r.rank > b.rank) {
-                    best = Some(r);
+                match &mut best {
+                    None => best = Some(Best::new(r, st.priority_range())),
+                    Some(b) => b.offer(r, st.priority_range()),
                 }
             }
         }
-        best
+        best.map(|b| b.rule)
     }
 
-    #[allow(clippy::unnecessary_map_or)] // See `lookup_nowc`.
     #[inline]
     fn lookup_wc(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<Rule<T>>> {
-        let mut best: Option<&Arc<Rule<T>>> = None;
+        let mut best: Option<Best<'_, T>> = None;
         // Made at the first miss: a lookup that hits at once pays nothing for the tries.
         let mut ctx: Option<TrieCtx<'_>> = None;
         for (max_prio, i) in &self.order {
-            if let Some(b) = best {
-                if *max_prio < b.priority {
+            if let Some(b) = &mut best {
+                if b.beats_all(*max_prio) {
                     break;
                 }
             }
@@ -235,8 +299,9 @@ impl<T> RuleSet<T> {
             match found {
                 Some(r) => {
                     st.mask.or_into(wc, st.mask.idx.len());
-                    if best.map_or(true, |b| r.rank > b.rank) {
-                        best = Some(r);
+                    match &mut best {
+                        None => best = Some(Best::new(r, st.priority_range())),
+                        Some(b) => b.offer(r, st.priority_range()),
                     }
                 }
                 None => {
@@ -245,7 +310,7 @@ impl<T> RuleSet<T> {
                 }
             }
         }
-        best
+        best.map(|b| b.rule)
     }
 
     /// Looks up every key of `keys` as [`RuleSet::lookup`] does: `out[i]` gets the rule of
@@ -288,7 +353,6 @@ impl<T> RuleSet<T> {
     }
 
     /// One batch of at most [`BATCH`] keys; `wcs` is used only if `WC`.
-    #[allow(clippy::unnecessary_map_or)] // See `lookup_nowc`.
     #[inline]
     fn batch<'a, const WC: bool>(
         &'a self,
@@ -297,7 +361,7 @@ impl<T> RuleSet<T> {
         wcs: &mut [FlowKey],
     ) {
         debug_assert!(keys.len() <= BATCH && out.len() == keys.len());
-        out.fill(None);
+        let mut best: [Option<Best<'a, T>>; BATCH] = [None; BATCH];
         // Bit `i` is set while key `i` can still find a better rule.
         let mut live: u32 = u32::MAX >> (BATCH - keys.len());
         let mut hashes = [0u64; BATCH];
@@ -311,7 +375,7 @@ impl<T> RuleSet<T> {
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
-                if out[i].is_some_and(|b| *max_prio < b.priority) {
+                if best[i].as_mut().is_some_and(|b| b.beats_all(*max_prio)) {
                     live &= !(1 << i);
                 }
             }
@@ -362,8 +426,9 @@ impl<T> RuleSet<T> {
                         if WC {
                             st.mask.or_into(&mut wcs[i], st.mask.idx.len());
                         }
-                        if out[i].map_or(true, |b| r.rank > b.rank) {
-                            out[i] = Some(r);
+                        match &mut best[i] {
+                            None => best[i] = Some(Best::new(r, st.priority_range())),
+                            Some(b) => b.offer(r, st.priority_range()),
                         }
                     }
                     None if WC => {
@@ -375,6 +440,9 @@ impl<T> RuleSet<T> {
                     None => {}
                 }
             }
+        }
+        for (o, b) in out.iter_mut().zip(best) {
+            *o = b.map(|b| b.rule);
         }
     }
 

@@ -224,6 +224,14 @@ fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     finish(h)
 }
 
+/// The lowest and highest priority counted in `counts` (0 and 0 when empty).
+fn priority_range(counts: &BTreeMap<u32, u32>) -> (u32, u32) {
+    match (counts.first_key_value(), counts.last_key_value()) {
+        (Some((lo, _)), Some((hi, _))) => (*lo, *hi),
+        _ => (0, 0),
+    }
+}
+
 /// Counts one rule of priority `priority` more (`add`) or less in `counts`.
 fn count_priority(counts: &mut BTreeMap<u32, u32>, priority: u32, add: bool) {
     if add {
@@ -317,6 +325,9 @@ pub(crate) struct Subtable<T> {
     log: SubLog<T>,
     /// Rules per priority, to know the highest.
     priorities: BTreeMap<u32, u32>,
+    /// The lowest and highest key of `priorities` (0 and 0 when empty), kept for readers
+    /// ([`Subtable::priority_range`]).
+    prio_range: (u32, u32),
     pub(crate) n_rules: usize,
 }
 
@@ -332,6 +343,7 @@ impl<T> Subtable<T> {
             arena: Vec::new(),
             log: SubLog::default(),
             priorities: BTreeMap::new(),
+            prio_range: (0, 0),
             n_rules: 0,
         }
     }
@@ -349,6 +361,7 @@ impl<T> Subtable<T> {
             arena: self.arena.clone(),
             log: SubLog::default(),
             priorities: self.priorities.clone(),
+            prio_range: self.prio_range,
             n_rules: self.n_rules,
         }
     }
@@ -401,6 +414,7 @@ impl<T> Subtable<T> {
         for &(priority, add) in &log.prios {
             count_priority(&mut self.priorities, priority, add);
         }
+        self.prio_range = priority_range(&self.priorities);
         debug_assert!(
             self.priorities == published.priorities,
             "priorities replayed wrong"
@@ -507,7 +521,34 @@ impl<T> Subtable<T> {
 
     /// Highest priority of a rule here (0 when empty).
     pub(crate) fn max_priority(&self) -> u32 {
-        self.priorities.keys().next_back().copied().unwrap_or(0)
+        self.prio_range.1
+    }
+
+    /// Counts one rule of priority `priority` more (`add`) or less, and keeps the range.
+    fn count(&mut self, priority: u32, add: bool) {
+        let was_empty = self.priorities.is_empty();
+        count_priority(&mut self.priorities, priority, add);
+        let (lo, hi) = self.prio_range;
+        self.prio_range = if add && was_empty {
+            (priority, priority)
+        } else if add {
+            (lo.min(priority), hi.max(priority))
+        } else if priority == lo || priority == hi {
+            priority_range(&self.priorities)
+        } else {
+            (lo, hi)
+        };
+        debug_assert_eq!(
+            self.prio_range,
+            priority_range(&self.priorities),
+            "priority range kept wrong"
+        );
+    }
+
+    /// Lowest and highest priority of a rule here (0 and 0 when empty).
+    #[inline]
+    pub(crate) fn priority_range(&self) -> (u32, u32) {
+        self.prio_range
     }
 
     /// The partial hashes of `values` (one per touched stage but the last) and the full one.
@@ -573,7 +614,7 @@ impl<T> Subtable<T> {
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T>>, seed: u64) {
         let mut partial = Partial::default();
         let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
-        count_priority(&mut self.priorities, rule.priority, true);
+        self.count(rule.priority, true);
         self.log.prios.push((rule.priority, true));
         self.n_rules += 1;
         let at = match self.cell_of(rule.values.as_slice(), hash) {
@@ -765,7 +806,7 @@ impl<T> Subtable<T> {
         };
         self.note(at, emptied.then_some(&removed));
         self.n_rules -= 1;
-        count_priority(&mut self.priorities, removed.priority, false);
+        self.count(removed.priority, false);
         self.log.prios.push((removed.priority, false));
         Some(removed)
     }
