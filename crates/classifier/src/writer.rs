@@ -361,12 +361,31 @@ impl<T> Classifier<T> {
         cookie: u64,
         payload: T,
     ) -> Result<Arc<Rule<T>>, Error> {
-        self.commit_one(Op::Insert {
-            rule_match,
-            priority,
-            cookie,
-            payload,
-        })
+        self.commit_insert(&rule_match, priority, cookie, payload)
+    }
+
+    /// [`Classifier::commit_one`] of an insertion of `rule_match`, read where it is: an
+    /// [`Op`] built around it and moved from call to call copied its 720 bytes each time
+    /// (262,144 single insertions into an empty table: 4 to 5% faster without).
+    fn commit_insert(
+        &mut self,
+        rule_match: &Match,
+        priority: u32,
+        cookie: u64,
+        payload: T,
+    ) -> Result<Arc<Rule<T>>, Error> {
+        let mask = self.touch_alone(rule_match);
+        self.validate(rule_match)?;
+        self.sync_spare();
+        let mut applied = std::mem::take(&mut self.applied);
+        debug_assert!(applied.is_empty());
+        let r = self
+            .insert_prim(rule_match, mask, priority, cookie, payload, true)
+            .map(|prim| {
+                self.spare_mut().apply(&prim);
+                applied.push(prim);
+            });
+        self.finish_one(applied, r)
     }
 
     /// Changes one rule's payload; see [`Op::Modify`].
@@ -402,6 +421,16 @@ impl<T> Classifier<T> {
         let mut applied = std::mem::take(&mut self.applied);
         debug_assert!(applied.is_empty());
         let r = self.apply_op(op, mask, true, &mut applied, None);
+        self.finish_one(applied, r)
+    }
+
+    /// Publishes the one operation of a commit whose primitives are `applied`, if it
+    /// succeeded (`r`), or rolls them back, and returns its rule.
+    fn finish_one(
+        &mut self,
+        applied: Vec<Prim<T>>,
+        r: Result<(), Error>,
+    ) -> Result<Arc<Rule<T>>, Error> {
         let r = match r {
             Ok(()) => {
                 let rule = match applied.first() {
@@ -761,10 +790,7 @@ impl<T> Classifier<T> {
                 priority,
                 cookie,
                 payload,
-            } => {
-                let mv = self.prepare_with(&rule_match, false, mask)?;
-                self.prim_insert(mv, priority, cookie, payload, false, alone)
-            }
+            } => self.insert_prim(&rule_match, mask, priority, cookie, payload, alone)?,
             Op::Modify {
                 rule_match,
                 priority,
@@ -800,6 +826,21 @@ impl<T> Classifier<T> {
         }
         applied.push(prim);
         Ok(())
+    }
+
+    /// The primitive of [`Op::Insert`] of `rule_match` (whose interned mask is `mask`, if the
+    /// caller found it); `alone` as for [`Classifier::prim_insert`].
+    fn insert_prim(
+        &mut self,
+        rule_match: &Match,
+        mask: Option<Arc<Mask>>,
+        priority: u32,
+        cookie: u64,
+        payload: T,
+        alone: bool,
+    ) -> Result<Prim<T>, Error> {
+        let mv = self.prepare_with(rule_match, false, mask)?;
+        Ok(self.prim_insert(mv, priority, cookie, payload, false, alone))
     }
 
     fn find_existing(
