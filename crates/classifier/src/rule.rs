@@ -139,6 +139,16 @@ impl Mask {
             wc.words[usize::from(*i)] |= *b;
         }
     }
+
+    /// True if `wc` has every bit of the first `end` mask words (what [`Mask::or_into`] would
+    /// add is there already).
+    #[inline]
+    pub(crate) fn covered_by(&self, wc: &FlowKey, end: usize) -> bool {
+        self.idx[..end]
+            .iter()
+            .zip(&self.bits[..end])
+            .all(|(i, b)| wc.words[usize::from(*i)] & b == *b)
+    }
 }
 
 /// The CIDR prefix length of `mask` on field `f`, or `None` if the field's mask is not a

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use packet::key::FlowKey;
+use packet::key::{FlowKey, KeyField};
 
 use crate::hint::prefetch;
 use crate::rule::{finish, mix_at, Mask, Rule};
@@ -153,22 +153,34 @@ impl<'a> TrieCtx<'a> {
     /// address bits the decision needed into `wc` and returns `true`.
     #[inline]
     fn skip(&mut self, m: &Mask, stage: u8, key: &FlowKey, wc: &mut FlowKey) -> bool {
+        match self.skip_bits(m, stage, key) {
+            Some((field, add)) => {
+                wc.set(field, wc.get(field) | add);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, the field
+    /// and the address bits (in the field's position) the decision needed.
+    #[inline]
+    fn skip_bits(&mut self, m: &Mask, stage: u8, key: &FlowKey) -> Option<(KeyField, u128)> {
         let mut set = m.stage_tries[usize::from(stage)];
         while set != 0 {
             let t = set.trailing_zeros() as usize;
             set &= set - 1;
             let (plen, pf) = (m.trie_plens[t], &self.prefixes[t]);
-            let width = pf.field.width;
             let res = self.walk(t, key, plen);
             if !res.has_len(plen) {
                 let n = res.examined.min(plen);
-                let add = prefix_mask(n) >> (128 - u32::from(width));
-                let cur = wc.get(pf.field);
-                wc.set(pf.field, cur | add);
-                return true;
+                return Some((
+                    pf.field,
+                    prefix_mask(n) >> (128 - u32::from(pf.field.width)),
+                ));
             }
         }
-        false
+        None
     }
 }
 
@@ -950,6 +962,9 @@ impl<T> Subtable<T> {
         wc: &mut FlowKey,
     ) {
         let m = &*self.mask;
+        if self.miss_adds_nothing(key, raw.is_none(), tries, wc) {
+            return;
+        }
         let mut h = seed;
         let mut pos = 0;
         let n = m.stage_ends.len();
@@ -978,6 +993,37 @@ impl<T> Subtable<T> {
             }
         }
         m.or_into(wc, m.idx.len());
+    }
+
+    /// True if [`Subtable::explain_miss`] could add no bit to `wc`, whatever its stage-index
+    /// probes found: every bit it may consult is in `wc` already (a lookup's earlier subtables
+    /// consulted the same `dl_type`, the same address bits of the same trie walk). At most, a
+    /// miss consults the whole mask (a trie's bits are some of the mask's); a subtable that a
+    /// walk made already rules out (`ruled_out`) consults at most the stages before the first
+    /// trie that rules it out, and that trie's bits.
+    #[inline]
+    fn miss_adds_nothing(
+        &self,
+        key: &FlowKey,
+        ruled_out: bool,
+        tries: &mut TrieCtx<'_>,
+        wc: &FlowKey,
+    ) -> bool {
+        let m = &*self.mask;
+        if m.covered_by(wc, m.idx.len()) {
+            return true;
+        }
+        if !ruled_out {
+            return false;
+        }
+        let mut pos = 0;
+        for (&stage, &end) in m.stage_ids.iter().zip(m.stage_ends.iter()) {
+            if let Some((field, add)) = tries.skip_bits(m, stage, key) {
+                return wc.get(field) & add == add && m.covered_by(wc, pos);
+            }
+            pos = usize::from(end);
+        }
+        false
     }
 
     /// True if this subtable's table is too large to stay in cache, so that a batch gains by
