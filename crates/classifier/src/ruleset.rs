@@ -321,7 +321,8 @@ impl<T> RuleSet<T> {
     /// at a time, and in each subtable too large for the caches every key is hashed and its
     /// home cell and entry prefetched before any key's entry is compared, so the cache misses
     /// of a batch overlap instead of following one another (as the datapath's megaflow cache
-    /// does).
+    /// does). A rule set of several subtables that all fit in the caches is looked up key by
+    /// key.
     ///
     /// # Panics
     ///
@@ -341,6 +342,30 @@ impl<T> RuleSet<T> {
                 w.len() >= keys.len(),
                 "lookup_batch: `wcs` is shorter than `keys`"
             );
+        }
+        // Several subtables, all small enough for the caches: key by key. Going subtable by
+        // subtable overlaps cache misses there are none of, and keeps a whole batch's keys,
+        // walks and consulted bits in play (twenty subtables at 1,000 rules: a third slower).
+        if self.order.len() > 1
+            && !self
+                .subtables
+                .iter()
+                .flatten()
+                .any(Subtable::worth_touching)
+        {
+            match wcs {
+                None => {
+                    for (o, k) in out.iter_mut().zip(keys) {
+                        *o = self.lookup_nowc(k);
+                    }
+                }
+                Some(w) => {
+                    for ((o, k), w) in out.iter_mut().zip(keys).zip(w.iter_mut()) {
+                        *o = self.lookup_wc(k, w);
+                    }
+                }
+            }
+            return;
         }
         for (c, keys) in keys.chunks(BATCH).enumerate() {
             let at = c * BATCH..c * BATCH + keys.len();
