@@ -636,10 +636,13 @@ impl TrieView {
     /// there, and asks for the [`READER_LINES`] lines from that node on (where a laid-out
     /// trie keeps the node's subtree): a lookup begins the walks of all its tries together, so
     /// that their misses overlap instead of following one another. Returns `true` if it
-    /// started there.
+    /// started there; otherwise the walk starts at the root (an address the table does not
+    /// cover is not looked up in it again).
     #[inline]
     pub(crate) fn begin(&self, w: &mut Walk, bits: u128) -> bool {
         let Some((n, lens)) = self.jump.reader_start(bits) else {
+            w.started = true;
+            w.cur = self.root();
             return false;
         };
         w.started = true;
