@@ -35,7 +35,9 @@
 //! key and prefetches every key's home cell and entry before comparing any (`hint.rs` holds the
 //! crate's only `unsafe` code: the prefetch, and arrays allocated zeroed), so the cache misses of
 //! a batch are in flight together and a table far larger than the caches costs little more per
-//! lookup than a small one. Results and consulted bits are those of single lookups.
+//! lookup than a small one (a rule set of several subtables that all fit in the caches is looked
+//! up key by key: there is no miss to overlap). Results and consulted bits are those of single
+//! lookups.
 //!
 //! **Wildcard tracking.** With `Some(wc)`, a lookup ORs into `wc` every key bit it needed.
 //! The contract (checked by proptest): *every packet that agrees with the looked-up packet
@@ -48,7 +50,8 @@
 //!   length, the subtable misses, and only the address bits the trie walk needed (plus the earlier
 //!   stages' bits) are consulted, not the whole /32. Then the **stage index** (hashes of every
 //!   rule's stages up to this one) is probed: if no rule has the packet's values there, only the
-//!   stages so far are consulted;
+//!   stages so far are consulted. A subtable that a trie walk the lookup made already rules out,
+//!   and whose explanation could add no bit not consulted already, is not explained again;
 //! - subtables skipped because of priority consult nothing.
 //!
 //! A hit does not pay for the explanation: the lookup probes the full hash first and walks
