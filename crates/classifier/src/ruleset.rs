@@ -41,8 +41,8 @@ pub(crate) const TOUCH_GROUP: usize = 32;
 
 /// The best rule a lookup found so far, with bounds on its priority taken from the priorities
 /// of the subtable it came from: a rule's rank is a cache miss in a table larger than the
-/// caches, and the bounds settle most decisions without it (subtables in priority bands, as an
-/// ACL's, never need it).
+/// caches, and the bounds settle most decisions without it (subtables in priority bands of
+/// their own, as an ACL's, need it only when two bands meet).
 #[derive(Debug)]
 struct Best<'a, T> {
     rule: &'a Arc<Rule<T>>,
@@ -87,6 +87,16 @@ impl<'a, T> Best<'a, T> {
             false
         } else {
             max < self.priority()
+        }
+    }
+
+    /// Takes `rule`, found in a subtable whose priorities are `range`, into `best` if there is
+    /// none yet or it beats the one there.
+    #[inline]
+    fn found(best: &mut Option<Self>, rule: &'a Arc<Rule<T>>, range: (u32, u32)) {
+        match best {
+            None => *best = Some(Best::new(rule, range)),
+            Some(b) => b.offer(rule, range),
         }
     }
 
@@ -262,10 +272,7 @@ impl<T> RuleSet<T> {
                 continue;
             };
             if let Some(r) = st.find(key, self.seed) {
-                match &mut best {
-                    None => best = Some(Best::new(r, st.priority_range())),
-                    Some(b) => b.offer(r, st.priority_range()),
-                }
+                Best::found(&mut best, r, st.priority_range())
             }
         }
         best.map(|b| b.rule)
@@ -299,10 +306,7 @@ impl<T> RuleSet<T> {
             match found {
                 Some(r) => {
                     st.mask.or_into(wc, st.mask.idx.len());
-                    match &mut best {
-                        None => best = Some(Best::new(r, st.priority_range())),
-                        Some(b) => b.offer(r, st.priority_range()),
-                    }
+                    Best::found(&mut best, r, st.priority_range())
                 }
                 None => {
                     let ctx = ctx.get_or_insert_with(|| TrieCtx::new(&self.prefixes, &self.tries));
@@ -451,10 +455,7 @@ impl<T> RuleSet<T> {
                         if WC {
                             st.mask.or_into(&mut wcs[i], st.mask.idx.len());
                         }
-                        match &mut best[i] {
-                            None => best[i] = Some(Best::new(r, st.priority_range())),
-                            Some(b) => b.offer(r, st.priority_range()),
-                        }
+                        Best::found(&mut best[i], r, st.priority_range())
                     }
                     None if WC => {
                         let ctx = ctxs[i]

@@ -82,6 +82,12 @@ impl<T> Entry<T> {
     }
 }
 
+/// `key`'s value of `field`, left-aligned in 128 bits (as a trie walks it).
+#[inline]
+fn left_aligned(key: &FlowKey, field: KeyField) -> u128 {
+    key.get(field) << (128 - u32::from(field.width))
+}
+
 /// Lazily computed trie walks for one lookup, one per prefix field.
 #[derive(Debug)]
 pub(crate) struct TrieCtx<'a> {
@@ -104,8 +110,8 @@ impl<'a> TrieCtx<'a> {
     /// Walk of trie `t` for `key`, advanced (if needed) far enough to answer for prefix
     /// length `plen`.
     ///
-    /// A walk that starts from its jump table (a trie too large for the caches, and an address
-    /// under its root) first begins every other walk not yet begun
+    /// A walk that starts from its jump table (a trie of a thousand nodes or more, and an
+    /// address under its root) first begins every other walk not yet begun
     /// ([`TrieView::begin`](crate::trie::TrieView::begin)): each asks for its first nodes'
     /// lines at once, so that the misses of a lookup's walks overlap instead of following one
     /// another (mixed masks at 262,144 rules: a fifth more lookups a second with the first
@@ -114,9 +120,9 @@ impl<'a> TrieCtx<'a> {
     fn walk(&mut self, t: usize, key: &FlowKey, plen: u8) -> TrieMatch {
         if !self.walks[t].knows(plen) {
             let field = self.prefixes[t].field;
-            let bits = key.get(field) << (128 - u32::from(field.width));
-            // `walks_from_jump` first: a small trie's walk (in the caches) pays nothing here
-            // (OVS's 1,000-rule set: 3% slower without the check).
+            let bits = left_aligned(key, field);
+            // `walks_from_jump` first: a small trie's walk pays nothing here (OVS's 1,000-rule
+            // set: 3% slower without the check).
             let trie = &self.tries[t];
             if !self.walks[t].started()
                 && trie.walks_from_jump()
@@ -124,7 +130,7 @@ impl<'a> TrieCtx<'a> {
             {
                 self.begin_others(key, t);
             }
-            self.tries[t].advance(&mut self.walks[t], bits, field.width, plen);
+            trie.advance(&mut self.walks[t], bits, field.width, plen);
         }
         self.walks[t].m()
     }
@@ -140,8 +146,7 @@ impl<'a> TrieCtx<'a> {
             .enumerate()
         {
             if i != t && !w.started() && trie.walks_from_jump() {
-                let field = pf.field;
-                trie.begin(w, key.get(field) << (128 - u32::from(field.width)));
+                trie.begin(w, left_aligned(key, pf.field));
             }
         }
     }
