@@ -176,9 +176,8 @@ impl<'a> TrieCtx<'a> {
     }
 
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, the field
-    /// and the address bits (in the field's position) the decision needed. Always inlined: as
-    /// a call of its own (from two places), exact misses with tracking lost 5 to 10%.
-    #[inline(always)]
+    /// and the address bits (in the field's position) the decision needed.
+    #[inline]
     fn skip_bits(&mut self, m: &Mask, stage: u8, key: &FlowKey) -> Option<(KeyField, u128)> {
         let mut set = m.stage_tries[usize::from(stage)];
         while set != 0 {
