@@ -1025,8 +1025,10 @@ impl<T> Subtable<T> {
         let m = &*self.mask;
         let mut pos = 0;
         for (&stage, &end) in m.stage_ids.iter().zip(m.stage_ends.iter()) {
-            if let Some((field, add)) = tries.skip_bits(m, stage, key) {
-                return wc.get(field) & add == add && m.covered_by(wc, pos);
+            if m.stage_tries[usize::from(stage)] != 0 {
+                if let Some((field, add)) = tries.skip_bits(m, stage, key) {
+                    return wc.get(field) & add == add && m.covered_by(wc, pos);
+                }
             }
             pos = usize::from(end);
         }
