@@ -767,11 +767,11 @@ const JUMP_MIN: usize = if cfg!(test) { 4 } else { 1024 };
 
 /// Fewest index bits of a [`Jump`] table that readers start from: nearly every table a trie has
 /// (one of [`JUMP_MIN`] nodes has seven bits, fewer only where the root's prefix leaves fewer
-/// address bits below it). A walk from the root of a trie in the
-/// caches is still a dozen dependent loads: with 4 here instead of 10 (a trie of about 16K
-/// nodes), the same process switched, mixed masks at 1,000 rules gave 1.05-1.08x the single
-/// hits a second and at 4,000 rules 1.12-1.14x, exact misses at 1,000 rules 0.97-0.98x, OVS's
-/// 1,000-rule set (tries too small for a table) the same.
+/// address bits below it). A walk from the root of a trie in the caches is still a dozen
+/// dependent loads: with 4 here instead of 10 (a trie of about 16K nodes), the same process
+/// switched, mixed masks at 1,000 rules gave 1.05-1.08x the single hits a second and at 4,000
+/// rules 1.12-1.14x, exact misses at 1,000 rules 0.97-0.98x, OVS's 1,000-rule set (tries too
+/// small for a table) the same.
 const READER_MIN_K: u8 = if cfg!(test) { 1 } else { 4 };
 
 /// Most index bits of a [`Jump`] table (a table of 8 MB).
