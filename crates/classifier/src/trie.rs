@@ -637,7 +637,8 @@ impl TrieView {
     /// trie keeps the node's subtree): a lookup begins the walks of all its tries together, so
     /// that their misses overlap instead of following one another. Returns `true` if it
     /// started there; otherwise the walk starts at the root (an address the table does not
-    /// cover is not looked up in it again).
+    /// cover is not looked up in it again). The one way a walk starts: [`TrieView::advance`]
+    /// begins a walk not begun yet.
     #[inline]
     pub(crate) fn begin(&self, w: &mut Walk, bits: u128) -> bool {
         let Some((n, lens)) = self.jump.reader_start(bits) else {
@@ -658,12 +659,7 @@ impl TrieView {
     #[inline]
     pub(crate) fn advance(&self, w: &mut Walk, bits: u128, width: u8, upto: u8) {
         if !w.started {
-            // From the jump table's node, with the lengths above it, where it has one.
-            if let Some((n, lens)) = self.jump.reader_start(bits) {
-                w.started = true;
-                w.cur = n;
-                w.lens = u128::from(lens);
-            }
+            self.begin(w, bits);
         }
         // One loop per node layout.
         with_arr!(&self.arr, v => advance_in(v, w, bits, width, upto));
@@ -704,10 +700,7 @@ impl TrieView {
 /// [`TrieView::advance`] over nodes of one layout, in its arithmetic ([`Repr::addr`]).
 #[inline]
 fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u8) {
-    if !w.started {
-        w.started = true;
-        w.cur = root_of(nodes);
-    }
+    debug_assert!(w.started, "a walk advances once begun");
     let a = R::addr(bits);
     while !w.done && w.examined <= upto {
         if w.cur == NIL {
