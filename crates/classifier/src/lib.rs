@@ -163,6 +163,8 @@ mod hint;
 pub mod naive;
 mod rule;
 mod ruleset;
+#[allow(unsafe_code)]
+mod shadow;
 mod shared;
 mod subtable;
 mod trie;
