@@ -163,8 +163,6 @@ mod hint;
 pub mod naive;
 mod rule;
 mod ruleset;
-#[allow(unsafe_code)]
-mod shadow;
 mod shared;
 mod subtable;
 mod trie;

@@ -251,7 +251,6 @@ impl SharedCells {
     }
 
     /// True if the cell at `at` is live (not empty, not a tombstone).
-    #[inline]
     pub(crate) fn is_live(&self, at: usize) -> bool {
         self.tags
             .get(at)

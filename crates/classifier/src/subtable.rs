@@ -17,15 +17,14 @@
 //! [`RuleSet::lookup_batch`](crate::RuleSet::lookup_batch)).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use packet::key::{FlowKey, KeyField};
 
-use crate::hint::{prefetch, zeroed};
+use crate::hint::prefetch;
 use crate::rule::{finish, mix_at, Mask, Rule};
 use crate::ruleset::RECYCLE_MAX;
-use crate::shadow::Shadow;
 use crate::shared::{Cell, SharedCells, SharedIndex, SharedWide, MIN_CELLS, N_INLINE};
 use crate::trie::{prefix_mask, TrieMatch, Walk};
 use crate::PrefixField;
@@ -40,11 +39,10 @@ const TOUCH_CELLS: usize = if cfg!(test) { 16 } else { 4096 };
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
     head: Arc<Rule<T>>,
-    /// Rules with the same match but lower priority, best first (rare, so behind one pointer:
-    /// an entry is 16 bytes). Shared by the versions' copies of the entry until one changes
-    /// it; an `Arc` and not a `Box`, so that an entry holds no unique pointer and a bitwise
-    /// copy of it ([`crate::shadow`]) is a plain alias.
-    rest: Option<Arc<Vec<Arc<Rule<T>>>>>,
+    /// Rules with the same match but lower priority, best first (rare, so boxed: an entry
+    /// is 16 bytes).
+    #[allow(clippy::box_collection)] // One thin pointer instead of a three-word `Vec`.
+    rest: Option<Box<Vec<Arc<Rule<T>>>>>,
 }
 
 impl<T> Clone for Entry<T> {
@@ -69,7 +67,7 @@ impl<T> Entry<T> {
     }
 
     fn rest_mut(&mut self) -> &mut Vec<Arc<Rule<T>>> {
-        Arc::make_mut(self.rest.get_or_insert_with(Arc::default))
+        self.rest.get_or_insert_with(Box::default)
     }
 
     /// Adds `rule` (a rank not present) in rank order.
@@ -227,153 +225,6 @@ fn ix_spread(keys: usize) -> usize {
 /// Positions a replay brings in together before copying their entries ([`Subtable::replay`]).
 const REPLAY_GROUP: usize = 32;
 
-/// Fewest cells a table has for its growth to be spread over the insertions before it
-/// ([`Growth`]); a smaller one is copied at once (fewer in tests, so that the proptests'
-/// tables grow both ways).
-const SPREAD_MIN: usize = if cfg!(test) { 16 } else { 8192 };
-
-/// Positions of the current array each new cell carries over into a growth's next array. A
-/// growth starts at three eighths full and must end by half full, an eighth of the cells
-/// later: eight would do, sixteen leaves room for tombstones reused (fewer in tests, so that
-/// the proptests see growths half done).
-const SPREAD_STEP: usize = if cfg!(test) { 2 } else { 16 };
-
-/// Positions carried over in one run, once the new cells have earned them: a run of a few
-/// positions between two insertions costs a cache miss a line (the insertions' own lines push
-/// the arrays' out), eight times what a long sequential run costs a position.
-const SPREAD_RUN: usize = if cfg!(test) { 4 } else { 1024 };
-
-/// A growth of a subtable's cells spread over the insertions before it (tables of at least
-/// [`SPREAD_MIN`] cells): instead of copying every live cell, and moving both versions'
-/// entries, at the insertion that finds the table half full (15 to 20 ms at 256K rules, the
-/// writer stalled meanwhile), the writer starts the next array at three eighths full and each
-/// new cell carries a few positions of the current array over. A cell made or buried below the
-/// positions carried is made or buried in the next array too, and each version keeps a bitwise
-/// copy of its entries at their next positions ([`crate::shadow`]), kept current with every
-/// change. Readers see none of it: each version keeps its current cells and entries until the
-/// writer, at the insertion that finds the table half full, carries what is left and takes the
-/// next array and the copies over; the other version does the same at its replay. Shared by
-/// both versions' writer states; only the writer reads or writes it.
-#[derive(Debug)]
-pub(crate) struct Growth {
-    /// The next cell array.
-    next: SharedCells,
-    /// For each position of the current array below `done`: one more than the position of its
-    /// cell in `next`, or 0 if no live cell was there.
-    to: Arc<[AtomicU32]>,
-    /// Positions carried over so far.
-    done: AtomicUsize,
-    /// Positions the new cells made since the last run have earned ([`SPREAD_STEP`] each).
-    owed: AtomicUsize,
-    /// Live cells and tombstones in `next`.
-    live: AtomicUsize,
-    tombs: AtomicUsize,
-}
-
-impl Growth {
-    /// Where the cell at `from` (below `done`) went, if it was live.
-    #[inline]
-    fn to(&self, from: usize) -> Option<usize> {
-        match self.to[from].load(Ordering::Relaxed) {
-            0 => None,
-            q => Some(q as usize - 1),
-        }
-    }
-
-    fn done(&self) -> usize {
-        self.done.load(Ordering::Relaxed)
-    }
-
-    fn bump(n: &AtomicUsize, up: bool) {
-        let v = n.load(Ordering::Relaxed);
-        n.store(
-            if up { v + 1 } else { v.saturating_sub(1) },
-            Ordering::Relaxed,
-        );
-    }
-}
-
-/// One version's copies of its entries at their positions in a growth's next array.
-#[derive(Debug)]
-struct Copies<T> {
-    growth: Arc<Growth>,
-    shadow: Shadow<Entry<T>>,
-    /// Positions of the current array copied so far (the growth's `done` once caught up).
-    upto: usize,
-}
-
-/// What carrying cells over into a growth's next array reads and writes: a subtable's fields,
-/// borrowed apart, so that a run of positions is one tight loop ([`Subtable::carry_on`]).
-struct Carry<'s, T> {
-    cells: &'s SharedCells,
-    wide: &'s SharedWide,
-    mask: &'s Mask,
-    arena: &'s [Option<Entry<T>>],
-    shadow: Option<&'s mut Shadow<Entry<T>>>,
-    g: &'s Growth,
-    seed: u64,
-}
-
-impl<'s, T> Carry<'s, T> {
-    fn of(st: &'s mut Subtable<T>, g: &'s Growth, seed: u64) -> Self {
-        Carry {
-            cells: &st.cells,
-            wide: &st.wide,
-            mask: &st.mask,
-            arena: &st.arena,
-            shadow: st.copies.as_mut().map(|c| &mut c.shadow),
-            g,
-            seed,
-        }
-    }
-
-    /// Carries the live cell at `from` over (the caller counts it), with the entry there.
-    #[inline]
-    fn cell(&mut self, from: usize) {
-        let n = self.mask.idx.len();
-        let c = self.cells.cell(from);
-        let mut buf = [0u64; N_INLINE];
-        let hash = if n <= N_INLINE {
-            for (k, v) in buf[..n].iter_mut().enumerate() {
-                *v = c.val(k);
-            }
-            rehash(&self.mask.idx, &buf[..n], self.seed)
-        } else {
-            let s = c.slot();
-            let mut words = [0u64; packet::key::KEY_WORDS];
-            for (k, w) in words[..n].iter_mut().enumerate() {
-                *w = self.wide.word(s as usize * n + k);
-            }
-            buf[0] = u64::from(s);
-            rehash(&self.mask.idx, &words[..n], self.seed)
-        };
-        let next = &self.g.next;
-        let (at, tomb) = next.free_cell(hash);
-        // The inline values, or for a wide mask the wide slot alone.
-        next.put(at, hash, &buf[..if n <= N_INLINE { n } else { 1 }]);
-        self.g.to[from].store(
-            u32::try_from(at + 1).expect("fewer than 4G cells"),
-            Ordering::Relaxed,
-        );
-        if tomb {
-            Growth::bump(&self.g.tombs, false);
-        }
-        if let Some(sh) = &mut self.shadow {
-            sh.copy(at, &self.arena[from]);
-        }
-    }
-}
-
-/// How a batch moved a subtable's cells, for the replay onto the other version.
-#[derive(Debug)]
-enum Moved {
-    /// Copied at once into a new array of this many cells: the new position of each old one
-    /// (`u32::MAX`: a tombstone, dropped).
-    Rehash(Vec<u32>, usize),
-    /// A spread growth taken over ([`Growth`]).
-    Took(Arc<Growth>),
-}
-
 /// Stage indices a subtable can have: one per stage but the last.
 const N_INDEX: usize = packet::key::STAGES.len() - 1;
 
@@ -442,8 +293,6 @@ struct WriterState {
     tombs: usize,
     /// Keys (counted down to zero or not) in the newest array of each stage index.
     ix_keys: [usize; N_INDEX],
-    /// The growth under way, if any.
-    growth: Option<Arc<Growth>>,
 }
 
 /// Source of [`Subtable::id`]s.
@@ -459,8 +308,9 @@ pub(crate) struct SubLog<T> {
     /// Positions whose entry became empty, with a rule that was there (its value finds the
     /// stage-index counts): their cells are buried once no version uses them.
     emptied: Vec<(u32, Arc<Rule<T>>)>,
-    /// Each growth of the batch, in order.
-    moves: Vec<Moved>,
+    /// Each growth of the batch: the new position of each old position (`u32::MAX`: a
+    /// tombstone, dropped), and the new array's size.
+    moves: Vec<(Vec<u32>, usize)>,
     /// The priority of each rule the batch added (`true`) or removed, in order: the replay
     /// counts them as the batch did instead of copying the counts (a map to allocate).
     prios: Vec<(u32, bool)>,
@@ -507,8 +357,6 @@ pub(crate) struct Subtable<T> {
     ws: WriterState,
     /// This version's entries, by cell position (as long as `cells`).
     arena: Vec<Option<Entry<T>>>,
-    /// While a growth is under way, this version's entries copied to their next positions.
-    copies: Option<Copies<T>>,
     /// What the current batch changed here (the spare's only).
     log: SubLog<T>,
     /// Rules per priority, to know the highest.
@@ -529,7 +377,6 @@ impl<T> Subtable<T> {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             ws: WriterState::default(),
             arena: Vec::new(),
-            copies: None,
             log: SubLog::default(),
             priorities: BTreeMap::new(),
             prio_range: (0, 0),
@@ -540,7 +387,7 @@ impl<T> Subtable<T> {
     /// This subtable as the other version has it: the same shared arrays, a copy of the
     /// entries (for a subtable the last batch made).
     pub(crate) fn other_version(&self) -> Self {
-        let mut st = Subtable {
+        Subtable {
             mask: self.mask.clone(),
             cells: self.cells.clone(),
             wide: self.wide.clone(),
@@ -548,14 +395,11 @@ impl<T> Subtable<T> {
             id: self.id,
             ws: self.ws.clone(),
             arena: self.arena.clone(),
-            copies: None,
             log: SubLog::default(),
             priorities: self.priorities.clone(),
             prio_range: self.prio_range,
             n_rules: self.n_rules,
-        };
-        st.catch_up();
-        st
+        }
     }
 
     /// True if `other` is this subtable in the other version (they share their arrays).
@@ -579,18 +423,7 @@ impl<T> Subtable<T> {
     /// and the entries the batch changed. The cells the batch emptied are buried after
     /// ([`Subtable::bury`]).
     pub(crate) fn replay(&mut self, published: &Subtable<T>, log: &SubLog<T>) {
-        for moved in &log.moves {
-            let (to, len) = match moved {
-                Moved::Rehash(to, len) => (to, len),
-                Moved::Took(g) => {
-                    self.take_growth(g);
-                    continue;
-                }
-            };
-            debug_assert!(
-                self.copies.is_none(),
-                "a growth under way and copied at once"
-            );
+        for (to, len) in &log.moves {
             let mut arena: Vec<Option<Entry<T>>> = Vec::new();
             arena.resize_with(*len, || None);
             // Moved out by value: no `None` written back, and no pass to drop the old array.
@@ -624,9 +457,6 @@ impl<T> Subtable<T> {
         );
         self.n_rules = published.n_rules;
         self.ws.clone_from(&published.ws);
-        // The growth under way (perhaps begun by the batch): this version's copies catch up
-        // with what it carried, before the batch's entries are copied (and kept current).
-        self.catch_up();
         if self.arena.len() < published.arena.len() {
             self.arena.resize_with(published.arena.len(), || None);
         }
@@ -649,7 +479,6 @@ impl<T> Subtable<T> {
             for &at in group {
                 let at = at as usize;
                 self.arena[at] = published.arena[at].clone();
-                self.sync(at);
             }
         }
     }
@@ -702,15 +531,6 @@ impl<T> Subtable<T> {
             self.hashes(rule.values.as_slice(), seed, &mut partial);
             let slot = self.cells.cell(at).slot();
             self.cells.bury(at);
-            if let Some(g) = &ws.growth {
-                // Carried over already: buried in the next array too.
-                if let Some(q) = (at < g.done()).then(|| g.to(at)).flatten() {
-                    g.next.bury(q);
-                    g.to[at].store(0, Ordering::Relaxed);
-                    Growth::bump(&g.live, false);
-                    Growth::bump(&g.tombs, true);
-                }
-            }
             debug_assert!(ws.live > 0, "live cells miscounted");
             ws.live = ws.live.saturating_sub(1);
             ws.tombs += 1;
@@ -817,181 +637,11 @@ impl<T> Subtable<T> {
 
     /// Records that the entry at `at` changed (or emptied, with `rule` a rule that was there).
     fn note(&mut self, at: usize, emptied: Option<&Arc<Rule<T>>>) {
-        self.sync(at);
         let at = u32::try_from(at).expect("fewer than 4G cells");
         self.log.touched.push(at);
         if let Some(r) = emptied {
             self.log.emptied.push((at, r.clone()));
         }
-    }
-
-    /// Copies this version's entry at `at` again to its next position, if a growth under way
-    /// carried it over already (after every change of the entry).
-    #[inline]
-    fn sync(&mut self, at: usize) {
-        if let Some(c) = &mut self.copies {
-            if at < c.upto {
-                if let Some(q) = c.growth.to(at) {
-                    c.shadow.copy(q, &self.arena[at]);
-                }
-            }
-        }
-    }
-
-    /// Carries position `from` of the current array over into `g`'s next array, if its cell is
-    /// live, with this version's entry there.
-    fn carry(&mut self, g: &Growth, from: usize, seed: u64) {
-        if self.cells.is_live(from) {
-            Carry::of(self, g, seed).cell(from);
-            Growth::bump(&g.live, true);
-        } else {
-            g.to[from].store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// Carries the next `n` positions (at most to the end) over into `g`'s next array.
-    fn carry_on(&mut self, g: &Growth, n: usize, seed: u64) {
-        let done = g.done();
-        let end = done.saturating_add(n).min(self.cells.n_cells());
-        // `to` is zero from `done` on: only live cells' positions are written.
-        let mut c = Carry::of(self, g, seed);
-        let mut live = 0;
-        for from in done..end {
-            if c.cells.is_live(from) {
-                c.cell(from);
-                live += 1;
-            }
-        }
-        g.live
-            .store(g.live.load(Ordering::Relaxed) + live, Ordering::Relaxed);
-        g.done.store(end, Ordering::Relaxed);
-        if let Some(c) = &mut self.copies {
-            c.upto = end;
-        }
-    }
-
-    /// Starts a growth (see [`Growth`]): a next array with room for what an eighth more of the
-    /// cells leaves live, at most half full.
-    fn start_growth(&mut self, ws: &WriterState) -> Arc<Growth> {
-        let n = self.cells.n_cells();
-        let len = ((ws.live + n / 8 + 1) * 2 + 1)
-            .next_power_of_two()
-            .max(MIN_CELLS);
-        let g = Arc::new(Growth {
-            next: SharedCells::with_cells(len),
-            to: zeroed(n),
-            done: AtomicUsize::new(0),
-            owed: AtomicUsize::new(0),
-            live: AtomicUsize::new(0),
-            tombs: AtomicUsize::new(0),
-        });
-        self.copies = Some(Copies {
-            growth: g.clone(),
-            shadow: Shadow::new(len),
-            upto: 0,
-        });
-        g
-    }
-
-    /// Carries what is left of growth `g` over and takes its array and this version's copies
-    /// over (the batch's log records it, and what it recorded so far moves along).
-    fn finish_growth(&mut self, g: &Arc<Growth>, ws: &mut WriterState, seed: u64) {
-        self.carry_on(g, usize::MAX, seed);
-        self.take_copies(g);
-        for at in &mut self.log.touched {
-            *at = u32::try_from(g.to(*at as usize).expect("a changed entry's cell is live"))
-                .expect("fewer than 4G cells");
-        }
-        for (at, _) in &mut self.log.emptied {
-            *at = u32::try_from(g.to(*at as usize).expect("an emptied entry's cell is live"))
-                .expect("fewer than 4G cells");
-        }
-        self.log.moves.push(Moved::Took(g.clone()));
-        self.cells = g.next.clone();
-        debug_assert_eq!(
-            g.live.load(Ordering::Relaxed),
-            ws.live,
-            "cells carried miscounted"
-        );
-        ws.live = g.live.load(Ordering::Relaxed);
-        ws.tombs = g.tombs.load(Ordering::Relaxed);
-    }
-
-    /// Replay: takes growth `g`, which the batch took, as [`Subtable::finish_growth`] did
-    /// (the cells are taken with the published version's).
-    fn take_growth(&mut self, g: &Arc<Growth>) {
-        if !self
-            .copies
-            .as_ref()
-            .is_some_and(|c| Arc::ptr_eq(&c.growth, g))
-        {
-            // Begun and taken within the batch: no copies yet.
-            self.copies = Some(Copies {
-                growth: g.clone(),
-                shadow: Shadow::new(g.next.n_cells()),
-                upto: 0,
-            });
-        }
-        self.copy_upto(g.to.len());
-        self.take_copies(g);
-    }
-
-    /// Copies this version's entries at the positions its copies have not reached, up to `end`.
-    fn copy_upto(&mut self, end: usize) {
-        let Some(c) = &mut self.copies else {
-            return;
-        };
-        for from in c.upto..end {
-            if let Some(q) = c.growth.to(from) {
-                c.shadow.copy(q, &self.arena[from]);
-            }
-        }
-        c.upto = c.upto.max(end);
-    }
-
-    /// The copies of growth `g`, complete, become this version's entries (the old array is
-    /// freed without dropping them, see [`crate::shadow`]).
-    fn take_copies(&mut self, g: &Growth) {
-        let c = self.copies.take().expect("copies kept with the growth");
-        debug_assert_eq!(c.upto, g.to.len(), "copies not complete");
-        debug_assert!(
-            self.arena.iter().enumerate().all(|(from, e)| match e {
-                None => true,
-                Some(e) => g.to(from).and_then(|q| c.shadow.get(q)).is_some_and(|s| {
-                    Arc::ptr_eq(&s.head, &e.head)
-                        && s.rest.as_ref().map(Arc::as_ptr) == e.rest.as_ref().map(Arc::as_ptr)
-                }),
-            }) && self.arena.iter().flatten().count()
-                == (0..c.shadow.len())
-                    .filter(|q| c.shadow.get(*q).is_some())
-                    .count(),
-            "a copy is not current"
-        );
-        self.arena = c.shadow.take_over(std::mem::take(&mut self.arena));
-    }
-
-    /// Brings this version's copies up to the growth under way (made for it if they are of
-    /// none), or drops them if there is none.
-    fn catch_up(&mut self) {
-        let Some(g) = self.ws.growth.clone() else {
-            debug_assert!(
-                self.copies.is_none(),
-                "copies of a growth no longer under way"
-            );
-            return;
-        };
-        if !self
-            .copies
-            .as_ref()
-            .is_some_and(|c| Arc::ptr_eq(&c.growth, &g))
-        {
-            self.copies = Some(Copies {
-                shadow: Shadow::new(g.next.n_cells()),
-                growth: g.clone(),
-                upto: 0,
-            });
-        }
-        self.copy_upto(g.done());
     }
 
     /// Adds `rule` (no rule with its match and rank is here). Found, the rule joins its
@@ -1035,12 +685,7 @@ impl<T> Subtable<T> {
             0
         };
         if (ws.live + ws.tombs + 1) * 2 > self.cells.n_cells() {
-            if let Some(g) = ws.growth.take() {
-                self.finish_growth(&g, &mut ws, seed);
-            }
-            if (ws.live + ws.tombs + 1) * 2 > self.cells.n_cells() {
-                self.regrow_cells(&mut ws, seed);
-            }
+            self.regrow_cells(&mut ws, seed);
         }
         let (at, tomb) = self.cells.free_cell(hash);
         let slot_word = [u64::from(slot)];
@@ -1049,32 +694,6 @@ impl<T> Subtable<T> {
         ws.live += 1;
         debug_assert!(ws.tombs >= usize::from(tomb), "tombstones miscounted");
         ws.tombs = ws.tombs.saturating_sub(usize::from(tomb));
-        let mut at = at;
-        if let Some(g) = ws.growth.clone() {
-            if at < g.done() {
-                // Below the positions carried: made in the next array too (its entry, made
-                // by the caller, is copied at the note).
-                self.carry(&g, at, seed);
-            }
-            let owed = g.owed.load(Ordering::Relaxed) + SPREAD_STEP;
-            if owed >= SPREAD_RUN {
-                self.carry_on(&g, owed, seed);
-                g.owed.store(0, Ordering::Relaxed);
-            } else {
-                g.owed.store(owed, Ordering::Relaxed);
-            }
-            if g.done() == self.cells.n_cells() {
-                // Carried over: taken at once (the two arrays' memory for no longer than
-                // the growth needs), the new cell with it.
-                ws.growth = None;
-                self.finish_growth(&g, &mut ws, seed);
-                at = g.to(at).expect("the new cell is live");
-            }
-        } else if self.cells.n_cells() >= SPREAD_MIN
-            && (ws.live + ws.tombs) * 8 >= self.cells.n_cells() * 3
-        {
-            ws.growth = Some(self.start_growth(&ws));
-        }
         for (j, ph) in partial.0[..partial.1].iter().enumerate() {
             if (ws.ix_keys[j] + 1) * ix_spread(ws.ix_keys[j]) > self.index[j].n_slots() {
                 let (new, keys) =
@@ -1144,7 +763,7 @@ impl<T> Subtable<T> {
         for (at, _) in &mut self.log.emptied {
             *at = to[*at as usize];
         }
-        self.log.moves.push(Moved::Rehash(to, len));
+        self.log.moves.push((to, len));
         self.cells = new;
         self.arena = arena;
         ws.tombs = 0;
@@ -1234,7 +853,7 @@ impl<T> Subtable<T> {
         let at = self.position(new.values.as_slice(), hash)?;
         let e = self.arena[at].as_mut()?;
         let slot = std::iter::once(&mut e.head)
-            .chain(e.rest.iter_mut().flat_map(|v| Arc::make_mut(v).iter_mut()))
+            .chain(e.rest.iter_mut().flat_map(|v| v.iter_mut()))
             .find(|r| r.rank == new.rank)?;
         let old = std::mem::replace(slot, new);
         self.note(at, None);
@@ -1436,20 +1055,12 @@ impl<T> Subtable<T> {
 
     /// Bytes held by this version alone (its arena and priorities, not the rules).
     pub(crate) fn own_bytes(&self) -> usize {
-        let copies = self.copies.as_ref().map_or(0, |c| c.shadow.len());
-        (self.arena.capacity() + copies) * std::mem::size_of::<Option<Entry<T>>>()
-            + self.priorities.len() * 32
+        self.arena.capacity() * std::mem::size_of::<Option<Entry<T>>>() + self.priorities.len() * 32
     }
 
     /// Bytes of the arrays both versions share.
     pub(crate) fn shared_bytes(&self) -> usize {
-        let growth = self
-            .ws
-            .growth
-            .as_ref()
-            .map_or(0, |g| g.next.heap_bytes() + g.to.len() * 4);
         self.cells.heap_bytes()
-            + growth
             + self.wide.heap_bytes()
             + self.index.iter().map(|ix| ix.heap_bytes()).sum::<usize>()
     }
