@@ -592,19 +592,20 @@ impl<T> Classifier<T> {
         spare.recycle(log);
     }
 
-    /// [`validate`], skipping the prerequisite check when the mask and prerequisite bits are
-    /// those of a recent match that passed it (the check costs several times the
-    /// comparison).
+    /// [`validate`], skipping both checks when the mask and prerequisite bits are those of a
+    /// recent match that passed them (the checks cost several times the comparison), and the
+    /// prerequisite check when the interned mask remembers those bits.
     fn validate(&mut self, m: &Match) -> Result<(), Error> {
-        validate_mask(m)?;
         let bits = m.prereq_bits();
         if self
             .valid
             .iter()
             .any(|(mask, b)| *b == bits && mask == m.mask())
         {
+            // The mask passed `validate_mask` when it was listed.
             return Ok(());
         }
+        validate_mask(m)?;
         // More masks than the list holds (a mixed rule set): the interned mask remembers its
         // own.
         let mask = self.interned(m.mask());
