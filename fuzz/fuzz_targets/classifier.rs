@@ -162,7 +162,8 @@ fuzz_target!(|data: &[u8]| {
             b if b < 200 => 1,
             b => usize::from(b - 198),
         };
-        let mut batch = Batch::new();
+        let via = inp.byte() % 3;
+        let mut ops: Vec<(u8, Match, u32, u32)> = Vec::with_capacity(n_ops);
         for _ in 0..n_ops {
             let op = inp.byte();
             let m = if op & 0x80 != 0 && !known.is_empty() {
@@ -176,16 +177,56 @@ fuzz_target!(|data: &[u8]| {
             };
             let priority = u32::from(inp.byte() & 7);
             payload += 1;
-            match op & 0x0f {
-                0..=8 => batch.insert(m, priority, 0, payload),
-                9..=11 => batch.remove(m, priority),
-                12..=14 => batch.modify(m, priority, payload),
+            ops.push((op & 0x0f, m, priority, payload));
+        }
+        let mut batch = Batch::new();
+        for (kind, m, priority, payload) in &ops {
+            match kind {
+                0..=8 => batch.insert(*m, *priority, 0, *payload),
+                9..=11 => batch.remove(*m, *priority),
+                12..=14 => batch.modify(*m, *priority, *payload),
                 _ => batch.clear(),
             };
         }
         let want = naive.commit(&batch).err();
-        let got = cls.commit(batch).err();
-        assert_eq!(got, want, "the same outcome");
+        let has_clear = ops.iter().any(|o| o.0 > 14);
+        match (via, &ops[..]) {
+            // One operation through the single-rule API: its own error, not a batch's.
+            (1, [(kind, m, priority, payload)]) if *kind <= 14 => {
+                let got = match kind {
+                    0..=8 => cls.insert(*m, *priority, 0, *payload).err(),
+                    9..=11 => cls.remove(*m, *priority).err(),
+                    _ => cls.modify(*m, *priority, *payload).err(),
+                };
+                assert_eq!(
+                    got.as_ref(),
+                    want.as_ref().map(|e| e.cause()),
+                    "the same outcome"
+                );
+            }
+            // Through `commit_with`: the first failing operation in order names the error, so
+            // only success is compared.
+            (2, _) if !has_clear => {
+                let got = cls.commit_with(|o| {
+                    for (kind, m, priority, payload) in &ops {
+                        match kind {
+                            0..=8 => o.insert(m, *priority, 0, *payload),
+                            9..=11 => o.remove(m, *priority),
+                            _ => o.modify(m, *priority, *payload),
+                        };
+                    }
+                });
+                assert_eq!(
+                    got.is_ok(),
+                    want.is_none(),
+                    "the same outcome: {got:?}, {want:?}"
+                );
+            }
+            _ => {
+                let got = cls.commit(batch).err();
+                assert_eq!(got, want, "the same outcome");
+            }
+        }
         assert_eq!(cls.len(), naive.len());
         for _ in 0..3 {
             let key = packet(&mut inp, &known);
