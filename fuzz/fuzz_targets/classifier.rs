@@ -4,8 +4,11 @@
 //! without its prerequisites) are inserted, modified and removed one at a time and in batches.
 //! Every commit must succeed or fail in both alike; after each, packets built from the input
 //! must get the same rule from both, with and without wildcard tracking, and a packet that
-//! agrees with one on the bits its lookup consulted must get the same rule. Never a panic.
+//! agrees with one on the bits its lookup consulted must get the same rule; looked up together,
+//! the packets must get the rules and consulted bits of single lookups. Never a panic.
 #![no_main]
+use std::sync::Arc;
+
 use classifier::naive::Naive;
 use classifier::{Batch, Classifier};
 use libfuzzer_sys::fuzz_target;
@@ -228,9 +231,24 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         assert_eq!(cls.len(), naive.len());
-        for _ in 0..3 {
-            let key = packet(&mut inp, &known);
-            check(&cls, &naive, &key, &mut inp);
+        let keys: Vec<FlowKey> = (0..3).map(|_| packet(&mut inp, &known)).collect();
+        for key in &keys {
+            check(&cls, &naive, key, &mut inp);
+        }
+        // The same keys as one batch: the rules and consulted bits of single lookups.
+        let snap = cls.snapshot();
+        let mut out = vec![None; keys.len()];
+        let mut wcs = vec![FlowKey::default(); keys.len()];
+        snap.lookup_batch(&keys, &mut out, Some(&mut wcs));
+        for ((key, got), wc) in keys.iter().zip(&out).zip(&wcs) {
+            let mut want_wc = FlowKey::default();
+            let want = snap.lookup(key, Some(&mut want_wc));
+            assert_eq!(
+                got.map(Arc::as_ptr),
+                want.map(Arc::as_ptr),
+                "batch lookup of {key:?}"
+            );
+            assert_eq!(*wc, want_wc, "batch lookup's consulted bits for {key:?}");
         }
     }
 });
