@@ -13,7 +13,7 @@ use classifier::naive::Naive;
 use classifier::{Batch, Classifier};
 use libfuzzer_sys::fuzz_target;
 use openflow::Match;
-use packet::key::{fields, FlowKey, KeyField};
+use packet::key::{fields, FlowKey};
 
 /// The input, read a byte at a time; zeros once it is used up.
 struct Input<'a>(&'a [u8]);
@@ -98,28 +98,23 @@ fn packet(inp: &mut Input<'_>, known: &[Match]) -> FlowKey {
         k = *known[usize::from(near >> 1) % known.len()].value();
     }
     let kind = inp.byte();
-    let set = |k: &mut FlowKey, f: KeyField, v: u128| k.set(f, v);
     if kind & 1 != 0 {
-        set(&mut k, fields::DL_TYPE, 0x0800);
+        k.set(fields::DL_TYPE, 0x0800);
     }
     if kind & 2 != 0 {
-        set(&mut k, fields::IN_PORT, u128::from(inp.byte() & 3));
+        k.set(fields::IN_PORT, u128::from(inp.byte() & 3));
     }
     if kind & 4 != 0 {
-        set(&mut k, fields::NW_DST, u128::from(address(inp)));
+        k.set(fields::NW_DST, u128::from(address(inp)));
     }
     if kind & 8 != 0 {
-        set(&mut k, fields::NW_SRC, u128::from(address(inp)));
+        k.set(fields::NW_SRC, u128::from(address(inp)));
     }
     if kind & 16 != 0 {
-        set(
-            &mut k,
-            fields::NW_PROTO,
-            [6u128, 17][usize::from(inp.byte() & 1)],
-        );
+        k.set(fields::NW_PROTO, [6u128, 17][usize::from(inp.byte() & 1)]);
     }
     if kind & 32 != 0 {
-        set(&mut k, fields::TP_DST, u128::from(inp.byte() & 3) + 80);
+        k.set(fields::TP_DST, u128::from(inp.byte() & 3) + 80);
     }
     k
 }
