@@ -639,6 +639,8 @@ impl<T> RuleSet<T> {
                 // if the batch leaves it alone.
                 self.touched.push(*i);
             }
+            #[cfg(any(test, fuzzing))]
+            st.assert_cells_used();
         }
         self.free.clone_from(&published.free);
         self.order.clone_from(&published.order);

@@ -401,24 +401,49 @@ impl SharedIndex {
     /// Writer: a copy in an index of `len` slots (rounded up to a power of two), without the keys
     /// counted down to zero. Returns it and its number of keys.
     pub(crate) fn regrown(&self, len: usize) -> (SharedIndex, usize) {
-        let len = len.next_power_of_two().max(MIN_CELLS);
-        let new = SharedIndex::with_slots(len);
-        let mask = len - 1;
-        let mut n = 0;
+        let new = SharedIndex::with_slots(len.next_power_of_two().max(MIN_CELLS));
+        let n = self.copy_into(std::slice::from_ref(&new), |_| 0);
+        (new, n[0])
+    }
+
+    /// Writer: the keys counted above zero, by `seg_of` of each key: how many fall in each of
+    /// `n` segments.
+    pub(crate) fn keys_per(&self, n: usize, seg_of: impl Fn(u32) -> usize) -> Vec<usize> {
+        let mut per = vec![0; n];
+        for (e, c) in self.slots.iter().zip(self.counts.iter()) {
+            if c.load(Ordering::Relaxed) != 0 {
+                per[seg_of(key_of(e.load(Ordering::Relaxed)))] += 1;
+            }
+        }
+        per
+    }
+
+    /// Writer: copies the keys counted above zero, with their counts, into `into[seg_of(key)]`
+    /// (new indices with room for them). Returns how many went into each.
+    pub(crate) fn copy_into(
+        &self,
+        into: &[SharedIndex],
+        seg_of: impl Fn(u32) -> usize,
+    ) -> Vec<usize> {
+        let mut n = vec![0; into.len()];
         for (e, c) in self.slots.iter().zip(self.counts.iter()) {
             let (e, c) = (e.load(Ordering::Relaxed), c.load(Ordering::Relaxed));
             if c == 0 {
                 continue;
             }
-            let mut b = (e >> 32) as usize & mask;
+            let key = key_of(e);
+            let t = seg_of(key);
+            let new = &into[t];
+            let mask = new.slots.len() - 1;
+            let mut b = key as usize & mask;
             while new.slots[b].load(Ordering::Relaxed) != 0 {
                 b = (b + 1) & mask;
             }
             new.slots[b].store(e, Ordering::Relaxed);
             new.counts[b].store(c, Ordering::Relaxed);
-            n += 1;
+            n[t] += 1;
         }
-        (new, n)
+        n
     }
 
     /// Bytes of the slot and count arrays.

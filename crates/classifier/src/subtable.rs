@@ -222,6 +222,62 @@ fn ix_spread(keys: usize) -> usize {
     }
 }
 
+/// Segments a large subtable is cut into, by its hashes' top bits (`SEG_BITS` of them).
+///
+/// A subtable starts as one open-addressing table (positions are its cells' indices). Once that
+/// table would grow past [`SPLIT_CELLS`], it is split instead into `1 << SEG_BITS` segments,
+/// each its own table with its own entry arrays, which then grow one at a time: a doubling is a
+/// segment's (a sixty-fourth of the table's), and the segments' load limits are staggered
+/// ([`seg_limit`]), so that their doublings spread over the insertions instead of falling
+/// together. The stage indices split the same way ([`IxSegs`]). A position is then the segment's number above [`LOCAL_BITS`] bits of the
+/// cell's index in it. Fewer and smaller in tests, so that the proptests' rule sets split and
+/// grow segments.
+const SEG_BITS: u32 = if cfg!(any(test, fuzzing)) { 2 } else { 6 };
+const SEGS: usize = 1 << SEG_BITS;
+/// Most cells an unsplit subtable has: 8,192 (a quarter of a megabyte of cells, 4,096 rules).
+const SPLIT_CELLS: usize = if cfg!(any(test, fuzzing)) { 32 } else { 8192 };
+/// Bits of a position that index a cell in its segment.
+const LOCAL_BITS: u32 = 26;
+const LOCAL_MASK: u32 = (1 << LOCAL_BITS) - 1;
+
+/// Load limit of segment `k` of a split subtable, in 65,536ths: from 0.7 for segment 0 down to
+/// 0.5, evenly on a log scale. Segments fill at the same rate (the hash spreads rules evenly), so
+/// each doubles at its own point of a table's growth: the doublings fall evenly over half of
+/// each doubling of the table, none of them together. Limits spread over a whole octave (0.35 to
+/// 0.7) would spread them over all of it, but hold about three cells a rule at any size instead
+/// of about two and a half, and a 262,144-rule load from empty lost a sixth of its speed to the
+/// extra memory (the kernel's page clearing).
+fn seg_limit(k: usize) -> u64 {
+    #[allow(clippy::cast_precision_loss)] // `k` and `SEGS` are small.
+    let f = 0.7 * (0.5f64 / 0.7).powf(k as f64 / SEGS as f64);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // In (0.5, 0.7].
+    let x = (f * 65536.0) as u64;
+    x
+}
+
+/// The segment and the index in it of position `at`.
+#[inline]
+fn unpack(at: u32) -> (usize, usize) {
+    ((at >> LOCAL_BITS) as usize, (at & LOCAL_MASK) as usize)
+}
+
+/// The position of cell `local` of segment `seg`.
+#[inline]
+fn pack(seg: usize, local: usize) -> u32 {
+    let local = u32::try_from(local)
+        .ok()
+        .filter(|l| *l <= LOCAL_MASK)
+        .expect("fewer than 64M cells a segment");
+    // `seg` < `SEGS` <= 64.
+    u32::try_from(seg).expect("few segments") << LOCAL_BITS | local
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: the live cells each growth on this thread copied, in order.
+    pub(crate) static GROWTHS: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Positions a replay brings in together before copying their entries ([`Subtable::replay`]).
 const REPLAY_GROUP: usize = 32;
 
@@ -282,17 +338,208 @@ fn count_priority(counts: &mut BTreeMap<u32, u32>, priority: u32, add: bool) {
 
 /// What the writer keeps about a subtable's shared arrays. The spare's is the current one;
 /// the replay copies it from the published version (whose batch changed it last).
-#[derive(Debug, Default, Clone)]
+#[derive(Debug)]
 struct WriterState {
     /// Wide slots no live cell names (masks of more than `N_INLINE` words).
     free: Vec<u32>,
     /// Wide slots handed out so far.
     n_slots: u32,
-    /// Live cells and tombstones in the newest cell array.
-    live: usize,
-    tombs: usize,
-    /// Keys (counted down to zero or not) in the newest array of each stage index.
-    ix_keys: [usize; N_INDEX],
+    /// Live cells, tombstones and load limit of the newest cell array of each segment (one
+    /// for an unsplit subtable).
+    counts: Vec<SegCount>,
+    /// Keys (counted down to zero or not) and load limit of the newest array of each stage
+    /// index's segments.
+    ix: [Vec<SegCount>; N_INDEX],
+}
+
+impl Clone for WriterState {
+    fn clone(&self) -> Self {
+        WriterState {
+            free: self.free.clone(),
+            n_slots: self.n_slots,
+            counts: self.counts.clone(),
+            ix: self.ix.clone(),
+        }
+    }
+
+    /// Field by field, into the vectors' own memory: a replay copies the state at every commit.
+    fn clone_from(&mut self, source: &Self) {
+        self.free.clone_from(&source.free);
+        self.n_slots = source.n_slots;
+        self.counts.clone_from(&source.counts);
+        for (mine, theirs) in self.ix.iter_mut().zip(&source.ix) {
+            mine.clone_from(theirs);
+        }
+    }
+}
+
+impl WriterState {
+    /// What a writer leaves in place while it changes the state (allocates nothing).
+    const PLACEHOLDER: WriterState = WriterState {
+        free: Vec::new(),
+        n_slots: 0,
+        counts: Vec::new(),
+        ix: [const { Vec::new() }; N_INDEX],
+    };
+}
+
+impl Default for WriterState {
+    fn default() -> Self {
+        WriterState {
+            free: Vec::new(),
+            n_slots: 0,
+            counts: vec![SegCount::default()],
+            ix: std::array::from_fn(|_| vec![SegCount::default()]),
+        }
+    }
+}
+
+/// The writer's counts for one segment's newest cell array.
+#[derive(Debug, Default, Clone, Copy)]
+struct SegCount {
+    live: u32,
+    tombs: u32,
+    /// Live cells and tombstones the array may hold (at most seven tenths of its cells).
+    limit: u32,
+}
+
+/// One open-addressing table of a subtable: its cells, shared by both versions, and this
+/// version's entries beside them (as long as the cells).
+#[derive(Debug)]
+struct Seg<T> {
+    cells: SharedCells,
+    arena: Vec<Option<Entry<T>>>,
+}
+
+impl<T> Default for Seg<T> {
+    fn default() -> Self {
+        Seg {
+            cells: SharedCells::default(),
+            arena: Vec::new(),
+        }
+    }
+}
+
+impl<T> Seg<T> {
+    /// A segment of no cells yet (the replay takes them) and an arena of `len` empty slots.
+    fn with_arena(len: usize) -> Self {
+        Seg {
+            cells: SharedCells::default(),
+            arena: nones(len),
+        }
+    }
+}
+
+/// `len` empty arena slots.
+fn nones<T>(len: usize) -> Vec<Option<Entry<T>>> {
+    let mut v = Vec::new();
+    v.resize_with(len, || None);
+    v
+}
+
+/// Cells for `live` live cells in segment `k` of a split subtable: twice its load limit's
+/// worth (as a doubling leaves it).
+fn seg_len(k: usize, live: usize) -> usize {
+    let want = (live as u64 * 2 * 65536).div_ceil(seg_limit(k));
+    usize::try_from(want)
+        .unwrap_or(usize::MAX)
+        .next_power_of_two()
+        .max(MIN_CELLS)
+}
+
+impl<T> Clone for Seg<T> {
+    fn clone(&self) -> Self {
+        Seg {
+            cells: self.cells.clone(),
+            arena: self.arena.clone(),
+        }
+    }
+}
+
+/// A stage index: one while small, cut into `SEGS` segments by its keys' top bits as a
+/// subtable's cells are (see [`SEG_BITS`]), so that its doublings too are a segment's.
+#[derive(Debug, Clone, Default)]
+struct IxSegs {
+    /// The index while unsplit (empty once split).
+    one: SharedIndex,
+    /// Its segments once split (shared by both versions: a growth makes a new array of them).
+    segs: Arc<[SharedIndex]>,
+}
+
+impl IxSegs {
+    /// The segment of partial hash `ph`, and its number.
+    #[inline(always)]
+    fn of(&self, ph: u64) -> (usize, &SharedIndex) {
+        if self.segs.is_empty() {
+            (0, &self.one)
+        } else {
+            #[allow(clippy::cast_possible_truncation)] // `SEG_BITS` bits.
+            let k = (ph >> (64 - SEG_BITS)) as usize;
+            (k, &self.segs[k])
+        }
+    }
+
+    #[inline]
+    fn contains(&self, ph: u64) -> bool {
+        self.of(ph).1.contains(ph)
+    }
+
+    /// True if `other` shares these arrays.
+    fn same(&self, other: &IxSegs) -> bool {
+        self.one.same(&other.one) && Arc::ptr_eq(&self.segs, &other.segs)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.one.heap_bytes() + self.segs.iter().map(SharedIndex::heap_bytes).sum::<usize>()
+    }
+}
+
+/// The segment of a stage index's key (the partial hash's upper half; see [`IxSegs::of`]).
+#[inline]
+fn ix_seg_of_key(key: u32) -> usize {
+    (key >> (32 - SEG_BITS)) as usize
+}
+
+/// Load limit of segment `k` of a split stage index, in 65,536ths: from a half (the unsplit
+/// index's, once large) down to a quarter, staggered as the cells' ([`seg_limit`]).
+fn ix_limit(k: usize) -> u64 {
+    seg_limit(k) * 5 / 7
+}
+
+/// Slots for `keys` keys in segment `k` of a split stage index: twice its load limit's worth.
+fn ix_seg_len(k: usize, keys: usize) -> usize {
+    let want = (keys as u64 * 2 * 65536).div_ceil(ix_limit(k));
+    usize::try_from(want)
+        .unwrap_or(usize::MAX)
+        .next_power_of_two()
+        .max(MIN_CELLS)
+}
+
+/// The count of a segment of `len` cells or slots holding `live`, with load limit `limit` (in
+/// 65,536ths).
+fn seg_count(live: usize, len: usize, limit: u64) -> SegCount {
+    SegCount {
+        live: u32::try_from(live).expect("fewer than 4G cells"),
+        tombs: 0,
+        // Below `len`: a limit is at most seven tenths.
+        limit: u32::try_from((len as u64 * limit) >> 16).expect("fewer than 4G cells"),
+    }
+}
+
+/// One growth of a batch ([`SubLog::moves`]).
+#[derive(Debug)]
+struct Move {
+    /// The segment whose cells moved (0 for an unsplit subtable).
+    seg: usize,
+    /// True if the unsplit table was split into `SEGS` segments.
+    split: bool,
+    /// The new position of each old cell of the segment (`u32::MAX`: a tombstone, dropped).
+    to: Vec<u32>,
+    /// The new arrays' sizes: the segment's, or every segment's after a split.
+    lens: Vec<usize>,
+    /// Entries of the log's `touched` and `emptied` when it happened: the positions recorded
+    /// before it move with it ([`Subtable::take_log`]).
+    marks: (usize, usize),
 }
 
 /// Source of [`Subtable::id`]s.
@@ -308,9 +555,8 @@ pub(crate) struct SubLog<T> {
     /// Positions whose entry became empty, with a rule that was there (its value finds the
     /// stage-index counts): their cells are buried once no version uses them.
     emptied: Vec<(u32, Arc<Rule<T>>)>,
-    /// Each growth of the batch: the new position of each old position (`u32::MAX`: a
-    /// tombstone, dropped), and the new array's size.
-    moves: Vec<(Vec<u32>, usize)>,
+    /// Each growth of the batch, in order.
+    moves: Vec<Move>,
     /// The priority of each rule the batch added (`true`) or removed, in order: the replay
     /// counts them as the batch did instead of copying the counts (a map to allocate).
     prios: Vec<(u32, bool)>,
@@ -327,7 +573,62 @@ impl<T> Default for SubLog<T> {
     }
 }
 
+/// Moves the positions of `list`, recorded in order, with the growths of `moves` after each
+/// (`mark`: the list's length at a growth; `by_seg`: each segment's growths, in order).
+fn settle_list<'a>(
+    list: impl Iterator<Item = &'a mut u32>,
+    moves: &[Move],
+    by_seg: &[Vec<usize>],
+    mark: impl Fn(&Move) -> usize,
+) {
+    // The first growth after the position (marks rise with the list).
+    let mut from = 0;
+    for (i, at) in list.enumerate() {
+        while from < moves.len() && mark(&moves[from]) <= i {
+            from += 1;
+        }
+        if from == moves.len() {
+            // Recorded after every growth, as all the rest are.
+            return;
+        }
+        let mut next = from;
+        loop {
+            let (s, l) = unpack(*at);
+            let segs = &by_seg[s];
+            let Some(&j) = segs.get(segs.partition_point(|j| *j < next)) else {
+                break;
+            };
+            *at = moves[j].to[l];
+            next = j + 1;
+        }
+    }
+}
+
 impl<T> SubLog<T> {
+    /// Moves each recorded position with the growths after it, in order. Once, at the end of
+    /// the batch: a large batch grows its segments hundreds of times, and a pass over the whole
+    /// list at each growth cost a load from empty a third of its speed.
+    fn settle(&mut self) {
+        if self.moves.is_empty() {
+            return;
+        }
+        // The moves of each segment, in order (a split and the growths before it are
+        // segment 0's).
+        let mut by_seg: Vec<Vec<usize>> = vec![Vec::new(); SEGS];
+        for (j, mv) in self.moves.iter().enumerate() {
+            by_seg[mv.seg].push(j);
+        }
+        settle_list(self.touched.iter_mut(), &self.moves, &by_seg, |mv| {
+            mv.marks.0
+        });
+        settle_list(
+            self.emptied.iter_mut().map(|(at, _)| at),
+            &self.moves,
+            &by_seg,
+            |mv| mv.marks.1,
+        );
+    }
+
     /// True if the batch emptied entries, whose cells the replay may bury.
     pub(crate) fn buries(&self) -> bool {
         !self.emptied.is_empty()
@@ -342,21 +643,23 @@ impl<T> SubLog<T> {
 #[derive(Debug)]
 pub(crate) struct Subtable<T> {
     pub(crate) mask: Arc<Mask>,
-    /// The cells, shared with the other version (see [`crate::shared`]).
-    cells: SharedCells,
+    /// The table of an unsplit subtable (empty once split).
+    one: Seg<T>,
+    /// The segments of a split one (empty until split; see [`SEG_BITS`]).
+    segs: Vec<Seg<T>>,
     /// For masks of more than `N_INLINE` words: the cells' value words, `mask.idx.len()` per
     /// wide slot, so that a lookup compares them in one dense array instead of in rules
     /// scattered over the heap.
     wide: SharedWide,
     /// Partial-hash counts for each touched stage but the last (the first
     /// `mask.stage_ends.len() - 1`; in place, so that a probe reaches each in one pointer).
-    index: [SharedIndex; N_INDEX],
+    index: [IxSegs; N_INDEX],
     /// The same in both versions' subtables for one mask, different for any other subtable
     /// (one made again for the same mask included).
     id: u64,
     ws: WriterState,
-    /// This version's entries, by cell position (as long as `cells`).
-    arena: Vec<Option<Entry<T>>>,
+    /// Cells in all segments.
+    n_cells: usize,
     /// What the current batch changed here (the spare's only).
     log: SubLog<T>,
     /// Rules per priority, to know the highest.
@@ -371,12 +674,13 @@ impl<T> Subtable<T> {
     pub(crate) fn new(mask: Arc<Mask>) -> Self {
         Subtable {
             mask,
-            cells: SharedCells::default(),
+            one: Seg::default(),
+            segs: Vec::new(),
             wide: SharedWide::default(),
             index: Default::default(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             ws: WriterState::default(),
-            arena: Vec::new(),
+            n_cells: 0,
             log: SubLog::default(),
             priorities: BTreeMap::new(),
             prio_range: (0, 0),
@@ -389,12 +693,13 @@ impl<T> Subtable<T> {
     pub(crate) fn other_version(&self) -> Self {
         Subtable {
             mask: self.mask.clone(),
-            cells: self.cells.clone(),
+            one: self.one.clone(),
+            segs: self.segs.clone(),
             wide: self.wide.clone(),
             index: self.index.clone(),
             id: self.id,
             ws: self.ws.clone(),
-            arena: self.arena.clone(),
+            n_cells: self.n_cells,
             log: SubLog::default(),
             priorities: self.priorities.clone(),
             prio_range: self.prio_range,
@@ -414,7 +719,9 @@ impl<T> Subtable<T> {
 
     /// Takes what the current batch changed here (before the version is published).
     pub(crate) fn take_log(&mut self) -> SubLog<T> {
-        std::mem::take(&mut self.log)
+        let mut log = std::mem::take(&mut self.log);
+        log.settle();
+        log
     }
 
     /// Brings this version up to `published` (the same subtable, see [`Subtable::same_as`]),
@@ -423,26 +730,48 @@ impl<T> Subtable<T> {
     /// and the entries the batch changed. The cells the batch emptied are buried after
     /// ([`Subtable::bury`]).
     pub(crate) fn replay(&mut self, published: &Subtable<T>, log: &SubLog<T>) {
-        for (to, len) in &log.moves {
-            let mut arena: Vec<Option<Entry<T>>> = Vec::new();
-            arena.resize_with(*len, || None);
+        for mv in &log.moves {
+            let old = std::mem::take(&mut self.seg_mut(mv.seg).arena);
+            if mv.split {
+                self.segs = mv.lens.iter().map(|len| Seg::with_arena(*len)).collect();
+            } else {
+                self.seg_mut(mv.seg).arena = nones(mv.lens[0]);
+            }
             // Moved out by value: no `None` written back, and no pass to drop the old array.
-            for (from, e) in std::mem::take(&mut self.arena).into_iter().enumerate() {
+            for (from, e) in old.into_iter().enumerate() {
                 if let Some(e) = e {
                     // A cell a growth dropped was a tombstone: no version had an entry there.
-                    debug_assert!(to[from] != u32::MAX, "an entry at a dropped cell");
-                    arena[to[from] as usize] = Some(e);
+                    debug_assert!(mv.to[from] != u32::MAX, "an entry at a dropped cell");
+                    *self.slot_mut(mv.to[from] as usize) = Some(e);
                 }
             }
-            self.arena = arena;
         }
-        if !self.cells.same(&published.cells) {
-            self.cells = published.cells.clone();
+        // Only a growth makes new cell arrays.
+        if !log.moves.is_empty() {
+            let theirs = std::iter::once(&published.one).chain(&published.segs);
+            for (mine, theirs) in std::iter::once(&mut self.one)
+                .chain(&mut self.segs)
+                .zip(theirs)
+            {
+                if !mine.cells.same(&theirs.cells) {
+                    mine.cells = theirs.cells.clone();
+                }
+            }
+            self.n_cells = published.n_cells;
         }
+        debug_assert!(
+            self.segs.len() == published.segs.len()
+                && std::iter::once(&self.one)
+                    .chain(&self.segs)
+                    .zip(std::iter::once(&published.one).chain(&published.segs))
+                    .all(|(a, b)| a.cells.same(&b.cells) && a.arena.len() == b.arena.len()),
+            "a growth not replayed"
+        );
         if !self.wide.same(&published.wide) {
             self.wide = published.wide.clone();
         }
         for (mine, theirs) in self.index.iter_mut().zip(published.index.iter()) {
+            // Equal unless the batch grew the index.
             if !mine.same(theirs) {
                 *mine = theirs.clone();
             }
@@ -457,16 +786,13 @@ impl<T> Subtable<T> {
         );
         self.n_rules = published.n_rules;
         self.ws.clone_from(&published.ws);
-        if self.arena.len() < published.arena.len() {
-            self.arena.resize_with(published.arena.len(), || None);
-        }
         // A group at a time: first the prefetches of each position's two slots and the loads
         // of the rules whose counts the copies raise (three cache misses a position after a
         // large batch, none waiting on another position's), then the copies.
         for group in log.touched.chunks(REPLAY_GROUP) {
             if group.len() > 1 {
                 let x = group.iter().fold(0, |x, &at| {
-                    if let Some(slot) = self.arena.get(at as usize) {
+                    if let Some(slot) = self.slot(at as usize) {
                         prefetch(slot);
                     }
                     let theirs = published
@@ -478,7 +804,7 @@ impl<T> Subtable<T> {
             }
             for &at in group {
                 let at = at as usize;
-                self.arena[at] = published.arena[at].clone();
+                *self.slot_mut(at) = published.entry(at).cloned();
             }
         }
     }
@@ -505,7 +831,7 @@ impl<T> Subtable<T> {
         }
         let mut done = 0;
         for &at in log.touched.iter().take(n) {
-            if let Some(slot) = self.arena.get(at as usize) {
+            if let Some(slot) = self.slot(at as usize) {
                 prefetch(slot);
                 done += 1;
             }
@@ -520,22 +846,27 @@ impl<T> Subtable<T> {
         if log.emptied.is_empty() {
             return;
         }
-        let mut ws = std::mem::take(&mut self.ws);
+        let mut ws = std::mem::replace(&mut self.ws, WriterState::PLACEHOLDER);
         for (at, rule) in &log.emptied {
-            let at = *at as usize;
-            if self.arena.get(at).is_some_and(Option::is_some) || !self.cells.is_live(at) {
+            let (k, l) = unpack(*at);
+            let Some(seg) = self.seg(k) else {
+                debug_assert!(false, "a position outside the segments");
+                continue;
+            };
+            if seg.arena.get(l).is_some_and(Option::is_some) || !seg.cells.is_live(l) {
                 // Used again (the value came back), or buried already (emptied twice).
                 continue;
             }
             let mut partial = Partial::default();
             self.hashes(rule.values.as_slice(), seed, &mut partial);
-            let slot = self.cells.cell(at).slot();
-            self.cells.bury(at);
-            debug_assert!(ws.live > 0, "live cells miscounted");
-            ws.live = ws.live.saturating_sub(1);
-            ws.tombs += 1;
+            let slot = seg.cells.cell(l).slot();
+            seg.cells.bury(l);
+            let c = &mut ws.counts[k];
+            debug_assert!(c.live > 0, "live cells miscounted");
+            c.live = c.live.saturating_sub(1);
+            c.tombs += 1;
             for (j, ph) in partial.0[..partial.1].iter().enumerate() {
-                let counted = self.index[j].dec(*ph);
+                let counted = self.index[j].of(*ph).1.dec(*ph);
                 debug_assert!(counted, "a buried value was not counted");
             }
             if self.mask.idx.len() > N_INLINE {
@@ -545,14 +876,43 @@ impl<T> Subtable<T> {
         self.ws = ws;
     }
 
+    /// Checks (tests and fuzzing) that every live cell has an entry in this version and that
+    /// the writer counts them right: true after a replay and its burials, when this version
+    /// holds what the published one holds and every cell a batch emptied is buried.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn assert_cells_used(&self) {
+        let segs: Vec<(usize, &Seg<T>)> = if self.segs.is_empty() {
+            vec![(0, &self.one)]
+        } else {
+            assert_eq!(self.one.cells.n_cells(), 0, "cells left unsplit");
+            self.segs.iter().enumerate().collect()
+        };
+        assert_eq!(self.ws.counts.len(), segs.len(), "segments miscounted");
+        for (k, seg) in segs {
+            let mut live = 0;
+            for at in seg.cells.live() {
+                assert!(
+                    seg.arena.get(at).is_some_and(Option::is_some),
+                    "a live cell without an entry (segment {k}, cell {at})"
+                );
+                live += 1;
+            }
+            assert_eq!(self.ws.counts[k].live, live, "live cells miscounted");
+        }
+    }
+
     /// After a failed batch was undone (this version holds what the published one holds
     /// again): forgets its changes and buries the cells it made.
     pub(crate) fn bury_rolled_back(&mut self, seed: u64) {
         let mut log = self.take_log();
         self.bury(&log, seed);
         // A growth during the failed batch stays: the published version takes the new array
-        // at the next replay, which must then move its entries too.
+        // at the next replay, which must then move its entries too (and the next batch's
+        // positions are all recorded after it).
         self.log.moves = std::mem::take(&mut log.moves);
+        for mv in &mut self.log.moves {
+            mv.marks = (0, 0);
+        }
     }
 
     /// Highest priority of a rule here (0 when empty).
@@ -606,10 +966,57 @@ impl<T> Subtable<T> {
         finish(h)
     }
 
+    /// Segment `k` (the one table of an unsplit subtable, `k` 0).
+    #[inline]
+    fn seg(&self, k: usize) -> Option<&Seg<T>> {
+        if self.segs.is_empty() {
+            (k == 0).then_some(&self.one)
+        } else {
+            self.segs.get(k)
+        }
+    }
+
+    /// Segment `k`, to change (positions come from this subtable's own cells).
+    fn seg_mut(&mut self, k: usize) -> &mut Seg<T> {
+        if self.segs.is_empty() {
+            debug_assert_eq!(k, 0, "a segment of an unsplit subtable");
+            &mut self.one
+        } else {
+            &mut self.segs[k]
+        }
+    }
+
+    /// The segment of `hash`, and its number.
+    #[inline(always)]
+    fn seg_of(&self, hash: u64) -> (usize, &Seg<T>) {
+        if self.segs.is_empty() {
+            (0, &self.one)
+        } else {
+            #[allow(clippy::cast_possible_truncation)] // `SEG_BITS` bits.
+            let k = (hash >> (64 - SEG_BITS)) as usize;
+            (k, &self.segs[k])
+        }
+    }
+
+    /// This version's arena slot at position `at`.
+    #[inline]
+    fn slot(&self, at: usize) -> Option<&Option<Entry<T>>> {
+        #[allow(clippy::cast_possible_truncation)] // Positions are `u32`s.
+        let (k, l) = unpack(at as u32);
+        self.seg(k)?.arena.get(l)
+    }
+
+    /// This version's arena slot at position `at`, to change (a position of its cells).
+    fn slot_mut(&mut self, at: usize) -> &mut Option<Entry<T>> {
+        #[allow(clippy::cast_possible_truncation)] // Positions are `u32`s.
+        let (k, l) = unpack(at as u32);
+        &mut self.seg_mut(k).arena[l]
+    }
+
     /// This version's entry at position `at`.
     #[inline]
     fn entry(&self, at: usize) -> Option<&Entry<T>> {
-        self.arena.get(at)?.as_ref()
+        self.slot(at)?.as_ref()
     }
 
     /// True if cell `c` holds masked value words `values`.
@@ -626,7 +1033,9 @@ impl<T> Subtable<T> {
     /// The live cell holding `values` (hash `hash`), whether or not this version uses it (a
     /// value has at most one live cell).
     fn cell_of(&self, values: &[u64], hash: u64) -> Option<usize> {
-        self.cells.find(hash, |_, c| self.cell_holds(c, values))
+        let (k, seg) = self.seg_of(hash);
+        let l = seg.cells.find(hash, |_, c| self.cell_holds(c, values))?;
+        Some(pack(k, l) as usize)
     }
 
     /// The position of the entry this version has for `values`, if any.
@@ -657,9 +1066,10 @@ impl<T> Subtable<T> {
             Some(at) => at,
             None => self.new_cell(rule.values.as_slice(), hash, &partial, seed),
         };
-        match self.arena[at].as_mut() {
+        let slot = self.slot_mut(at);
+        match slot.as_mut() {
             Some(e) => e.add(rule),
-            None => self.arena[at] = Some(Entry::new(rule)),
+            None => *slot = Some(Entry::new(rule)),
         }
         self.note(at, None);
     }
@@ -668,7 +1078,7 @@ impl<T> Subtable<T> {
     /// as needed; returns its position.
     fn new_cell(&mut self, values: &[u64], hash: u64, partial: &Partial, seed: u64) -> usize {
         let n = values.len();
-        let mut ws = std::mem::take(&mut self.ws);
+        let mut ws = std::mem::replace(&mut self.ws, WriterState::PLACEHOLDER);
         let slot = if n > N_INLINE {
             let s = ws.free.pop().unwrap_or_else(|| {
                 ws.n_slots += 1;
@@ -684,89 +1094,219 @@ impl<T> Subtable<T> {
         } else {
             0
         };
-        if (ws.live + ws.tombs + 1) * 2 > self.cells.n_cells() {
-            self.regrow_cells(&mut ws, seed);
+        let (k, _) = self.seg_of(hash);
+        let c = ws.counts[k];
+        if c.live + c.tombs + 1 > c.limit {
+            self.regrow(k, &mut ws, seed);
         }
-        let (at, tomb) = self.cells.free_cell(hash);
+        // Again: a split moves the value to a segment of its own.
+        let (k, seg) = self.seg_of(hash);
+        let (l, tomb) = seg.cells.free_cell(hash);
         let slot_word = [u64::from(slot)];
         let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
-        self.cells.put(at, hash, inline);
-        ws.live += 1;
-        debug_assert!(ws.tombs >= usize::from(tomb), "tombstones miscounted");
-        ws.tombs = ws.tombs.saturating_sub(usize::from(tomb));
+        seg.cells.put(l, hash, inline);
+        let c = &mut ws.counts[k];
+        c.live += 1;
+        debug_assert!(c.tombs >= u32::from(tomb), "tombstones miscounted");
+        c.tombs = c.tombs.saturating_sub(u32::from(tomb));
         for (j, ph) in partial.0[..partial.1].iter().enumerate() {
-            if (ws.ix_keys[j] + 1) * ix_spread(ws.ix_keys[j]) > self.index[j].n_slots() {
-                let (new, keys) =
-                    self.index[j].regrown((ws.ix_keys[j] + 1) * ix_spread(ws.ix_keys[j]) + 1);
-                self.index[j] = new;
-                ws.ix_keys[j] = keys;
+            let (k, ix) = self.index[j].of(*ph);
+            let keys = ws.ix[j][k].live as usize;
+            let full = if self.index[j].segs.is_empty() {
+                (keys + 1) * ix_spread(keys) > ix.n_slots()
+            } else {
+                keys + 1 > ws.ix[j][k].limit as usize
+            };
+            if full {
+                self.regrow_index(j, k, &mut ws);
             }
-            if self.index[j].inc(*ph) {
-                ws.ix_keys[j] += 1;
+            let (k, ix) = self.index[j].of(*ph);
+            if ix.inc(*ph) {
+                ws.ix[j][k].live += 1;
             }
         }
         self.ws = ws;
-        at
+        pack(k, l) as usize
     }
 
-    /// Copies the live cells into a new array with room for twice as many (tombstones
-    /// dropped) and moves this version's entries along; the other version takes the array
-    /// and moves its entries the same way at its next replay (from the log).
-    fn regrow_cells(&mut self, ws: &mut WriterState, seed: u64) {
-        // At most half full after the next insert (as a doubling leaves it), tombstones gone.
-        let len = ((ws.live + 1) * 2 + 1).next_power_of_two().max(MIN_CELLS);
-        let new = SharedCells::with_cells(len);
+    /// Copies the keys of segment `k` of stage index `j` (the whole index while unsplit) into
+    /// a new array with room for twice as many (keys counted down to zero dropped), or, where
+    /// an unsplit index would outgrow [`SPLIT_CELLS`], into `SEGS` segments. The other version
+    /// takes the new arrays at its next replay.
+    fn regrow_index(&mut self, j: usize, k: usize, ws: &mut WriterState) {
+        let ix = &self.index[j];
+        let keys = ws.ix[j][k].live as usize;
+        if ix.segs.is_empty() {
+            let len = ((keys + 1) * ix_spread(keys) + 1)
+                .next_power_of_two()
+                .max(MIN_CELLS);
+            if len <= SPLIT_CELLS {
+                let (new, n) = ix.one.regrown(len);
+                self.index[j].one = new;
+                ws.ix[j][0].live = u32::try_from(n).expect("fewer than 4G keys");
+                return;
+            }
+            let per = ix.one.keys_per(SEGS, ix_seg_of_key);
+            let lens: Vec<usize> = per
+                .iter()
+                .enumerate()
+                .map(|(s, n)| ix_seg_len(s, *n))
+                .collect();
+            let segs: Vec<SharedIndex> = lens.iter().map(|l| SharedIndex::with_slots(*l)).collect();
+            let placed = ix.one.copy_into(&segs, ix_seg_of_key);
+            ws.ix[j] = placed
+                .iter()
+                .zip(&lens)
+                .enumerate()
+                .map(|(s, (p, len))| seg_count(*p, *len, ix_limit(s)))
+                .collect();
+            self.index[j] = IxSegs {
+                one: SharedIndex::default(),
+                segs: segs.into(),
+            };
+        } else {
+            let len = ix_seg_len(k, keys);
+            let new = SharedIndex::with_slots(len);
+            let placed = ix.segs[k].copy_into(std::slice::from_ref(&new), |_| 0);
+            ws.ix[j][k] = seg_count(placed[0], len, ix_limit(k));
+            let mut segs = ix.segs.to_vec();
+            segs[k] = new;
+            self.index[j].segs = segs.into();
+        }
+    }
+
+    /// The value words of cell `c` (`buf` for inline values, `wide_buf` for wide ones).
+    fn values_of<'b>(
+        &self,
+        c: &Cell,
+        buf: &'b mut [u64; N_INLINE],
+        wide_buf: &'b mut Vec<u64>,
+    ) -> &'b [u64] {
         let n = self.mask.idx.len();
-        let mut to = vec![u32::MAX; self.cells.n_cells()];
-        let mut arena: Vec<Option<Entry<T>>> = Vec::new();
-        arena.resize_with(len, || None);
-        let mut buf = [0u64; N_INLINE];
-        let mut wide_buf = Vec::new();
-        let mut live = 0;
+        if n <= N_INLINE {
+            for (k, v) in buf[..n].iter_mut().enumerate() {
+                *v = c.val(k);
+            }
+            &buf[..n]
+        } else {
+            let s = c.slot() as usize;
+            wide_buf.clear();
+            wide_buf.extend((0..n).map(|k| self.wide.word(s * n + k)));
+            wide_buf
+        }
+    }
+
+    /// Copies the live cells of segment `k` (the one table of an unsplit subtable) into a new
+    /// array with room for twice as many (tombstones dropped), or, where an unsplit table would
+    /// outgrow [`SPLIT_CELLS`], into `SEGS` segments; moves this version's entries along. The
+    /// other version takes the arrays and moves its entries the same way at its next replay
+    /// (from the log).
+    fn regrow(&mut self, k: usize, ws: &mut WriterState, seed: u64) {
+        #[cfg(test)]
+        GROWTHS.with(|g| g.borrow_mut().push(ws.counts[k].live as usize));
+        let live = ws.counts[k].live as usize;
+        let unsplit = self.segs.is_empty();
+        // At most half full after the next insert (as a doubling leaves it), tombstones gone.
+        let len_one = ((live + 1) * 2 + 1).next_power_of_two().max(MIN_CELLS);
+        let split = unsplit && len_one > SPLIT_CELLS;
+        let old = std::mem::take(self.seg_mut(k));
+        let n = self.mask.idx.len();
+        let (mut buf, mut wide_buf) = ([0u64; N_INLINE], Vec::new());
+        let seg_of = |hash: u64| -> usize {
+            if split {
+                #[allow(clippy::cast_possible_truncation)] // `SEG_BITS` bits.
+                let s = (hash >> (64 - SEG_BITS)) as usize;
+                s
+            } else {
+                0
+            }
+        };
+        let lens: Vec<usize> = if split {
+            let mut per = [0usize; SEGS];
+            for from in old.cells.live() {
+                let values = self.values_of(old.cells.cell(from), &mut buf, &mut wide_buf);
+                per[seg_of(rehash(&self.mask.idx, values, seed))] += 1;
+            }
+            per.iter()
+                .enumerate()
+                .map(|(s, l)| seg_len(s, *l))
+                .collect()
+        } else if unsplit {
+            vec![len_one]
+        } else {
+            vec![seg_len(k, live)]
+        };
+        let mut new: Vec<Seg<T>> = lens
+            .iter()
+            .map(|len| Seg {
+                cells: SharedCells::with_cells(*len),
+                arena: nones(*len),
+            })
+            .collect();
+        let mut placed = vec![0u32; new.len()];
+        let mut to = vec![u32::MAX; old.cells.n_cells()];
         // The old entries moved out by value, as the live cells are met (every entry's cell is
         // live): no `None` written back, and no pass to drop the old array.
-        let mut old = std::mem::take(&mut self.arena).into_iter().enumerate();
-        for from in self.cells.live() {
-            let c = self.cells.cell(from);
+        let mut entries = old.arena.into_iter().enumerate();
+        for from in old.cells.live() {
+            let c = old.cells.cell(from);
             let s = c.slot();
-            let values: &[u64] = if n <= N_INLINE {
-                for (k, v) in buf[..n].iter_mut().enumerate() {
-                    *v = c.val(k);
-                }
-                &buf[..n]
-            } else {
-                wide_buf.clear();
-                wide_buf.extend((0..n).map(|k| self.wide.word(s as usize * n + k)));
-                &wide_buf
-            };
+            let values = self.values_of(c, &mut buf, &mut wide_buf);
             let hash = rehash(&self.mask.idx, values, seed);
-            let (at, _) = new.free_cell(hash);
+            let t = seg_of(hash);
+            let dst = &mut new[t];
+            let (at, _) = dst.cells.free_cell(hash);
             let slot_word = [u64::from(s)];
             let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
-            new.put(at, hash, inline);
-            to[from] = u32::try_from(at).expect("fewer than 4G cells");
-            for (i, e) in old.by_ref() {
+            dst.cells.put(at, hash, inline);
+            to[from] = pack(if split { t } else { k }, at);
+            for (i, e) in entries.by_ref() {
                 if i == from {
-                    arena[at] = e;
+                    dst.arena[at] = e;
                     break;
                 }
                 debug_assert!(e.is_none(), "an entry at a dead cell");
             }
-            live += 1;
+            placed[t] += 1;
         }
-        debug_assert_eq!(live, ws.live, "live cells miscounted");
-        ws.live = live;
-        // What the batch recorded so far moves too.
-        for at in &mut self.log.touched {
-            *at = to[*at as usize];
+        debug_assert_eq!(
+            placed.iter().map(|p| *p as usize).sum::<usize>(),
+            live,
+            "live cells miscounted"
+        );
+        // An unsplit table grows at half full.
+        let count = |s: usize, live: u32, len: usize| {
+            seg_count(
+                live as usize,
+                len,
+                if split || !unsplit {
+                    seg_limit(s)
+                } else {
+                    32768
+                },
+            )
+        };
+        self.n_cells = self.n_cells - old.cells.n_cells() + lens.iter().sum::<usize>();
+        if split {
+            ws.counts = placed
+                .iter()
+                .zip(&lens)
+                .enumerate()
+                .map(|(s, (p, len))| count(s, *p, *len))
+                .collect();
+            self.segs = new;
+        } else {
+            ws.counts[k] = count(k, placed[0], lens[0]);
+            *self.seg_mut(k) = new.pop().expect("one segment");
         }
-        for (at, _) in &mut self.log.emptied {
-            *at = to[*at as usize];
-        }
-        self.log.moves.push((to, len));
-        self.cells = new;
-        self.arena = arena;
-        ws.tombs = 0;
+        // What the batch recorded so far moves too, when the log is taken.
+        self.log.moves.push(Move {
+            seg: k,
+            split,
+            to,
+            lens,
+            marks: (self.log.touched.len(), self.log.emptied.len()),
+        });
     }
 
     /// The hashes with which inserting, replacing or removing the rule `key` names (a match
@@ -793,10 +1333,11 @@ impl<T> Subtable<T> {
     #[inline]
     pub(crate) fn touch_write(&self, h: &WriteHashes) {
         for (ix, ph) in self.index.iter().zip(&h.partial.0[..h.partial.1]) {
-            ix.touch(*ph);
+            ix.of(*ph).1.touch(*ph);
         }
-        if let Some(at) = self.cells.touch_home(h.hash) {
-            if let Some(slot) = self.arena.get(at) {
+        let (_, seg) = self.seg_of(h.hash);
+        if let Some(at) = seg.cells.touch_home(h.hash) {
+            if let Some(slot) = seg.arena.get(at) {
                 prefetch(slot);
             }
         }
@@ -820,10 +1361,11 @@ impl<T> Subtable<T> {
     pub(crate) fn remove(&mut self, rule: &Rule<T>, seed: u64) -> Option<Arc<Rule<T>>> {
         let hash = self.hashes(rule.values.as_slice(), seed, &mut Partial::default());
         let at = self.position(rule.values.as_slice(), hash)?;
-        let e = self.arena[at].as_mut()?;
+        let slot = self.slot_mut(at);
+        let e = slot.as_mut()?;
         let (removed, emptied) = if e.head.rank == rule.rank {
             if e.rest().is_empty() {
-                let e = self.arena[at].take()?;
+                let e = slot.take()?;
                 (e.head, true)
             } else {
                 let next = e.rest_mut().remove(0);
@@ -851,7 +1393,7 @@ impl<T> Subtable<T> {
     pub(crate) fn replace(&mut self, new: Arc<Rule<T>>, seed: u64) -> Option<Arc<Rule<T>>> {
         let hash = self.hashes(new.values.as_slice(), seed, &mut Partial::default());
         let at = self.position(new.values.as_slice(), hash)?;
-        let e = self.arena[at].as_mut()?;
+        let e = self.slot_mut(at).as_mut()?;
         let slot = std::iter::once(&mut e.head)
             .chain(e.rest.iter_mut().flat_map(|v| v.iter_mut()))
             .find(|r| r.rank == new.rank)?;
@@ -893,10 +1435,11 @@ impl<T> Subtable<T> {
             *w = key.words[usize::from(*i)] & b;
         }
         // The arena slot's address does not wait on the cell: both come from `at`.
+        let (_, seg) = self.seg_of(hash);
         let mut hit = None;
-        self.cells.find(hash, |at, c| {
+        seg.cells.find(hash, |at, c| {
             c.holds(&want[..n]) && {
-                hit = self.entry(at);
+                hit = seg.arena.get(at).and_then(Option::as_ref);
                 hit.is_some()
             }
         })?;
@@ -908,14 +1451,15 @@ impl<T> Subtable<T> {
     fn find_wide(&self, key: &FlowKey, hash: u64) -> Option<&Arc<Rule<T>>> {
         let m = &*self.mask;
         let n = m.idx.len();
+        let (_, seg) = self.seg_of(hash);
         let mut hit = None;
-        self.cells.find(hash, |at, c| {
+        seg.cells.find(hash, |at, c| {
             self.wide.slice(c.slot() as usize * n, n).is_some_and(|ws| {
                 ws.iter()
                     .zip(m.idx.iter().zip(m.bits.iter()))
                     .all(|(w, (i, b))| w.load(Ordering::Relaxed) == key.words[usize::from(*i)] & b)
             }) && {
-                hit = self.entry(at);
+                hit = seg.arena.get(at).and_then(Option::as_ref);
                 hit.is_some()
             }
         })?;
@@ -932,19 +1476,23 @@ impl<T> Subtable<T> {
     /// hashing and loads do not all fit in the reorder window.
     #[inline]
     pub(crate) fn touch(&self, hash: u64) -> u64 {
-        let Some((at, c)) = self.cells.home_cell(hash) else {
+        let (_, seg) = self.seg_of(hash);
+        let Some((at, c)) = seg.cells.home_cell(hash) else {
             return 0;
         };
         let n = self.mask.idx.len();
+        let slot = seg.arena.get(at);
         if n <= N_INLINE {
             prefetch(c);
-            if let Some(slot) = self.arena.get(at) {
+            if let Some(slot) = slot {
                 prefetch(slot);
             }
             return 0;
         }
         self.wide.word(c.slot() as usize * n)
-            ^ self.entry(at).map_or(0, |e| Arc::as_ptr(&e.head) as u64)
+            ^ slot
+                .and_then(Option::as_ref)
+                .map_or(0, |e| Arc::as_ptr(&e.head) as u64)
     }
 
     /// The hash of `key`'s words under this subtable's mask, as [`Subtable::hash_key`], with
@@ -1042,25 +1590,34 @@ impl<T> Subtable<T> {
     /// loading its keys' home cells ahead ([`Subtable::touch`]).
     #[inline]
     pub(crate) fn worth_touching(&self) -> bool {
-        self.cells.n_cells() >= TOUCH_CELLS
+        self.n_cells >= TOUCH_CELLS
     }
 
     /// Every rule here.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &Arc<Rule<T>>> {
-        self.arena
-            .iter()
-            .flatten()
+        std::iter::once(&self.one)
+            .chain(&self.segs)
+            .flat_map(|s| s.arena.iter().flatten())
             .flat_map(|e| std::iter::once(&e.head).chain(e.rest().iter()))
     }
 
     /// Bytes held by this version alone (its arena and priorities, not the rules).
     pub(crate) fn own_bytes(&self) -> usize {
-        self.arena.capacity() * std::mem::size_of::<Option<Entry<T>>>() + self.priorities.len() * 32
+        std::iter::once(&self.one)
+            .chain(&self.segs)
+            .map(|s| s.arena.capacity() * std::mem::size_of::<Option<Entry<T>>>())
+            .sum::<usize>()
+            + self.segs.capacity() * std::mem::size_of::<Seg<T>>()
+            + self.ws.counts.capacity() * std::mem::size_of::<SegCount>()
+            + self.priorities.len() * 32
     }
 
     /// Bytes of the arrays both versions share.
     pub(crate) fn shared_bytes(&self) -> usize {
-        self.cells.heap_bytes()
+        std::iter::once(&self.one)
+            .chain(&self.segs)
+            .map(|s| s.cells.heap_bytes())
+            .sum::<usize>()
             + self.wide.heap_bytes()
             + self.index.iter().map(|ix| ix.heap_bytes()).sum::<usize>()
     }

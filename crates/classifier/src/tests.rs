@@ -1517,3 +1517,46 @@ fn growths_keep_every_rule_in_both_versions() {
         check(&cls, i, present.contains(&i));
     }
 }
+
+/// Once a subtable outgrows `SPLIT_CELLS` cells it is cut into segments that grow one at a
+/// time: no single commit copies more than a segment's cells (a quarter of the table in tests,
+/// a sixty-fourth otherwise), where one table doubling at once copies all of them. Every rule
+/// stays found in both versions throughout.
+#[test]
+fn a_large_subtable_grows_a_segment_at_a_time() {
+    use crate::subtable::GROWTHS;
+    let mut cls: Classifier<u32> = Classifier::new();
+    let m = |i: u32| v4_match(0x0a00_0000 + i * 13, 32);
+    let mut largest_after_split = 0;
+    let mut growths = 0;
+    for i in 0..4000u32 {
+        GROWTHS.with(|g| g.borrow_mut().clear());
+        cls.insert(m(i), 5, 0, i).unwrap();
+        let copied = GROWTHS.with(|g| g.borrow().clone());
+        // At most one growth a commit: one cell is made.
+        assert!(copied.len() <= 1, "commit {i} grew {copied:?}");
+        if i >= 200 {
+            largest_after_split =
+                largest_after_split.max(copied.iter().copied().max().unwrap_or(0));
+            growths += copied.len();
+        }
+        if i % 97 == 0 {
+            for j in (0..=i).step_by(7) {
+                let got = cls.reader().lookup(&v4_packet(0x0a00_0000 + j * 13), None);
+                assert_eq!(got.map(|r| *r.payload()), Some(j), "rule {j} after {i}");
+            }
+        }
+    }
+    // From 200 to 4,000 rules the table doubles more than four times over: each segment grows
+    // that often, and none copies much more than its quarter of the rules.
+    assert!(growths >= 4 * 4, "{growths} growths");
+    assert!(
+        largest_after_split <= 4000 * 2 / 5,
+        "a growth copied {largest_after_split} cells"
+    );
+    cls.commit(Batch::new()).unwrap();
+    for j in 0..4000u32 {
+        let got = cls.reader().lookup(&v4_packet(0x0a00_0000 + j * 13), None);
+        assert_eq!(got.map(|r| *r.payload()), Some(j), "rule {j}");
+    }
+}
