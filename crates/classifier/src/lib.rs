@@ -30,14 +30,18 @@
 //! half full, a tag byte per cell beside it), and each version's entries (the rules of a value)
 //! in an array beside the cells, at the same positions: a hit usually reads one cell and the
 //! entry beside it, both found from the hash and the (small, cached) tags alone, neither
-//! waiting on the other. [`RuleSet::lookup_batch`] uses that: it takes up to [`BATCH`] keys
-//! through the subtables together and, in each subtable too large for the caches, hashes every
-//! key and prefetches every key's home cell and entry before comparing any (`hint.rs` holds the
-//! crate's only `unsafe` code: the prefetch, and arrays allocated zeroed), so the cache misses of
-//! a batch are in flight together and a table far larger than the caches costs little more per
-//! lookup than a small one (a rule set of several subtables that all fit in the caches is looked
-//! up key by key: there is no miss to overlap). Results and consulted bits are those of single
-//! lookups.
+//! waiting on the other. Past 4,096 rules a subtable is cut into 64 such tables (segments, by
+//! the hash's top bits), each at most seven tenths full, with load limits staggered between
+//! segments so that each doubles alone, at its own point of the table's growth: an insertion
+//! that grows a table copies a sixty-fourth of it, where a doubling of the whole table stalled
+//! the writer for tens of milliseconds at 262,144 rules. Its stage indices split the same way.
+//! [`RuleSet::lookup_batch`] uses that: it takes up to [`BATCH`] keys through the subtables
+//! together and, in each subtable too large for the caches, hashes every key and prefetches every
+//! key's home cell and entry before comparing any (`hint.rs` holds the crate's only `unsafe` code:
+//! the prefetch, and arrays allocated zeroed), so the cache misses of a batch are in flight
+//! together and a table far larger than the caches costs little more per lookup than a small one (a
+//! rule set of several subtables that all fit in the caches is looked up key by key: there is no
+//! miss to overlap). Results and consulted bits are those of single lookups.
 //!
 //! **Wildcard tracking.** With `Some(wc)`, a lookup ORs into `wc` every key bit it needed.
 //! The contract (checked by proptest): *every packet that agrees with the looked-up packet
@@ -101,10 +105,11 @@
 //!   index of the failing operation and leaves the rules unchanged.
 //! - Both versions hold the same rules after every commit (the spare lags by the changes of exactly
 //!   one batch until the next commit replays them).
-//! - A live cell's value never changes; a value has at most one live cell per subtable; a cell
-//!   becomes a tombstone only when neither version has an entry at its position, and only the
-//!   writer's newest arrays are ever written (a version holding an older array after a growth reads
-//!   it frozen, until its replay moves it to the new one).
+//! - A live cell's value never changes; a value has at most one live cell per subtable (in the
+//!   segment its hash names, once split); a cell becomes a tombstone only when neither version has
+//!   an entry at its position, and only the writer's newest arrays are ever written (a version
+//!   holding an older array after a growth reads it frozen, until its replay moves it to the new
+//!   one).
 //! - A stage index counts each live cell's partial hashes: a superset of what either version can
 //!   see (it may un-wildcard a stage more than needed, never give a wrong rule).
 //! - A trie holds every prefix of either version's rules whose mask on the field is a CIDR prefix

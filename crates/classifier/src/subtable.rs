@@ -229,9 +229,9 @@ fn ix_spread(keys: usize) -> usize {
 /// each its own table with its own entry arrays, which then grow one at a time: a doubling is a
 /// segment's (a sixty-fourth of the table's), and the segments' load limits are staggered
 /// ([`seg_limit`]), so that their doublings spread over the insertions instead of falling
-/// together. The stage indices split the same way ([`IxSegs`]). A position is then the segment's number above [`LOCAL_BITS`] bits of the
-/// cell's index in it. Fewer and smaller in tests, so that the proptests' rule sets split and
-/// grow segments.
+/// together. The stage indices split the same way ([`IxSegs`]). A position is then the segment's
+/// number above [`LOCAL_BITS`] bits of the cell's index in it. Fewer and smaller in tests, so that
+/// the proptests' rule sets split and grow segments.
 const SEG_BITS: u32 = if cfg!(any(test, fuzzing)) { 2 } else { 6 };
 const SEGS: usize = 1 << SEG_BITS;
 /// Most cells an unsplit subtable has: 8,192 (a quarter of a megabyte of cells, 4,096 rules).
@@ -371,16 +371,6 @@ impl Clone for WriterState {
             mine.clone_from(theirs);
         }
     }
-}
-
-impl WriterState {
-    /// What a writer leaves in place while it changes the state (allocates nothing).
-    const PLACEHOLDER: WriterState = WriterState {
-        free: Vec::new(),
-        n_slots: 0,
-        counts: Vec::new(),
-        ix: [const { Vec::new() }; N_INDEX],
-    };
 }
 
 impl Default for WriterState {
@@ -538,7 +528,7 @@ struct Move {
     /// The new arrays' sizes: the segment's, or every segment's after a split.
     lens: Vec<usize>,
     /// Entries of the log's `touched` and `emptied` when it happened: the positions recorded
-    /// before it move with it ([`Subtable::take_log`]).
+    /// before it move with it ([`SubLog::settle_emptied`], [`SubLog::touched_now`]).
     marks: (usize, usize),
 }
 
@@ -605,28 +595,47 @@ fn settle_list<'a>(
 }
 
 impl<T> SubLog<T> {
-    /// Moves each recorded position with the growths after it, in order. Once, at the end of
-    /// the batch: a large batch grows its segments hundreds of times, and a pass over the whole
-    /// list at each growth cost a load from empty a third of its speed.
-    fn settle(&mut self) {
-        if self.moves.is_empty() {
-            return;
-        }
-        // The moves of each segment, in order (a split and the growths before it are
-        // segment 0's).
+    /// The moves of each segment, in order (a split and the growths before it are
+    /// segment 0's).
+    fn moves_by_seg(&self) -> Vec<Vec<usize>> {
         let mut by_seg: Vec<Vec<usize>> = vec![Vec::new(); SEGS];
         for (j, mv) in self.moves.iter().enumerate() {
             by_seg[mv.seg].push(j);
         }
-        settle_list(self.touched.iter_mut(), &self.moves, &by_seg, |mv| {
-            mv.marks.0
-        });
+        by_seg
+    }
+
+    /// Moves each emptied position with the growths after it, in order: once, when the batch
+    /// ends (a large batch grows its segments hundreds of times, and a pass over the whole list
+    /// at each growth cost a load from empty a third of its speed).
+    fn settle_emptied(&mut self) {
+        if self.moves.is_empty() || self.emptied.is_empty() {
+            return;
+        }
+        let by_seg = self.moves_by_seg();
         settle_list(
             self.emptied.iter_mut().map(|(at, _)| at),
             &self.moves,
             &by_seg,
             |mv| mv.marks.1,
         );
+    }
+
+    /// The changed positions as they are after the batch's growths. Computed when the replay
+    /// needs them, not when the batch ends: a subtable the batch made is copied whole instead,
+    /// and a load from empty grows one hundreds of times.
+    fn touched_now(&self) -> std::borrow::Cow<'_, [u32]> {
+        if self.moves.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.touched);
+        }
+        let mut touched = self.touched.clone();
+        settle_list(
+            touched.iter_mut(),
+            &self.moves,
+            &self.moves_by_seg(),
+            |mv| mv.marks.0,
+        );
+        std::borrow::Cow::Owned(touched)
     }
 
     /// True if the batch emptied entries, whose cells the replay may bury.
@@ -720,7 +729,7 @@ impl<T> Subtable<T> {
     /// Takes what the current batch changed here (before the version is published).
     pub(crate) fn take_log(&mut self) -> SubLog<T> {
         let mut log = std::mem::take(&mut self.log);
-        log.settle();
+        log.settle_emptied();
         log
     }
 
@@ -789,7 +798,7 @@ impl<T> Subtable<T> {
         // A group at a time: first the prefetches of each position's two slots and the loads
         // of the rules whose counts the copies raise (three cache misses a position after a
         // large batch, none waiting on another position's), then the copies.
-        for group in log.touched.chunks(REPLAY_GROUP) {
+        for group in log.touched_now().chunks(REPLAY_GROUP) {
             if group.len() > 1 {
                 let x = group.iter().fold(0, |x, &at| {
                     if let Some(slot) = self.slot(at as usize) {
@@ -846,7 +855,6 @@ impl<T> Subtable<T> {
         if log.emptied.is_empty() {
             return;
         }
-        let mut ws = std::mem::replace(&mut self.ws, WriterState::PLACEHOLDER);
         for (at, rule) in &log.emptied {
             let (k, l) = unpack(*at);
             let Some(seg) = self.seg(k) else {
@@ -861,7 +869,7 @@ impl<T> Subtable<T> {
             self.hashes(rule.values.as_slice(), seed, &mut partial);
             let slot = seg.cells.cell(l).slot();
             seg.cells.bury(l);
-            let c = &mut ws.counts[k];
+            let c = &mut self.ws.counts[k];
             debug_assert!(c.live > 0, "live cells miscounted");
             c.live = c.live.saturating_sub(1);
             c.tombs += 1;
@@ -870,10 +878,9 @@ impl<T> Subtable<T> {
                 debug_assert!(counted, "a buried value was not counted");
             }
             if self.mask.idx.len() > N_INLINE {
-                ws.free.push(slot);
+                self.ws.free.push(slot);
             }
         }
-        self.ws = ws;
     }
 
     /// Checks (tests and fuzzing) that every live cell has an entry in this version and that
@@ -1078,8 +1085,8 @@ impl<T> Subtable<T> {
     /// as needed; returns its position.
     fn new_cell(&mut self, values: &[u64], hash: u64, partial: &Partial, seed: u64) -> usize {
         let n = values.len();
-        let mut ws = std::mem::replace(&mut self.ws, WriterState::PLACEHOLDER);
         let slot = if n > N_INLINE {
+            let ws = &mut self.ws;
             let s = ws.free.pop().unwrap_or_else(|| {
                 ws.n_slots += 1;
                 ws.n_slots - 1
@@ -1095,9 +1102,9 @@ impl<T> Subtable<T> {
             0
         };
         let (k, _) = self.seg_of(hash);
-        let c = ws.counts[k];
+        let c = self.ws.counts[k];
         if c.live + c.tombs + 1 > c.limit {
-            self.regrow(k, &mut ws, seed);
+            self.regrow(k, seed);
         }
         // Again: a split moves the value to a segment of its own.
         let (k, seg) = self.seg_of(hash);
@@ -1105,27 +1112,26 @@ impl<T> Subtable<T> {
         let slot_word = [u64::from(slot)];
         let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
         seg.cells.put(l, hash, inline);
-        let c = &mut ws.counts[k];
+        let c = &mut self.ws.counts[k];
         c.live += 1;
         debug_assert!(c.tombs >= u32::from(tomb), "tombstones miscounted");
         c.tombs = c.tombs.saturating_sub(u32::from(tomb));
         for (j, ph) in partial.0[..partial.1].iter().enumerate() {
             let (k, ix) = self.index[j].of(*ph);
-            let keys = ws.ix[j][k].live as usize;
+            let keys = self.ws.ix[j][k].live as usize;
             let full = if self.index[j].segs.is_empty() {
                 (keys + 1) * ix_spread(keys) > ix.n_slots()
             } else {
-                keys + 1 > ws.ix[j][k].limit as usize
+                keys + 1 > self.ws.ix[j][k].limit as usize
             };
             if full {
-                self.regrow_index(j, k, &mut ws);
+                self.regrow_index(j, k);
             }
             let (k, ix) = self.index[j].of(*ph);
             if ix.inc(*ph) {
-                ws.ix[j][k].live += 1;
+                self.ws.ix[j][k].live += 1;
             }
         }
-        self.ws = ws;
         pack(k, l) as usize
     }
 
@@ -1133,9 +1139,9 @@ impl<T> Subtable<T> {
     /// a new array with room for twice as many (keys counted down to zero dropped), or, where
     /// an unsplit index would outgrow [`SPLIT_CELLS`], into `SEGS` segments. The other version
     /// takes the new arrays at its next replay.
-    fn regrow_index(&mut self, j: usize, k: usize, ws: &mut WriterState) {
+    fn regrow_index(&mut self, j: usize, k: usize) {
         let ix = &self.index[j];
-        let keys = ws.ix[j][k].live as usize;
+        let keys = self.ws.ix[j][k].live as usize;
         if ix.segs.is_empty() {
             let len = ((keys + 1) * ix_spread(keys) + 1)
                 .next_power_of_two()
@@ -1143,7 +1149,7 @@ impl<T> Subtable<T> {
             if len <= SPLIT_CELLS {
                 let (new, n) = ix.one.regrown(len);
                 self.index[j].one = new;
-                ws.ix[j][0].live = u32::try_from(n).expect("fewer than 4G keys");
+                self.ws.ix[j][0].live = u32::try_from(n).expect("fewer than 4G keys");
                 return;
             }
             let per = ix.one.keys_per(SEGS, ix_seg_of_key);
@@ -1154,7 +1160,7 @@ impl<T> Subtable<T> {
                 .collect();
             let segs: Vec<SharedIndex> = lens.iter().map(|l| SharedIndex::with_slots(*l)).collect();
             let placed = ix.one.copy_into(&segs, ix_seg_of_key);
-            ws.ix[j] = placed
+            self.ws.ix[j] = placed
                 .iter()
                 .zip(&lens)
                 .enumerate()
@@ -1168,7 +1174,7 @@ impl<T> Subtable<T> {
             let len = ix_seg_len(k, keys);
             let new = SharedIndex::with_slots(len);
             let placed = ix.segs[k].copy_into(std::slice::from_ref(&new), |_| 0);
-            ws.ix[j][k] = seg_count(placed[0], len, ix_limit(k));
+            self.ws.ix[j][k] = seg_count(placed[0], len, ix_limit(k));
             let mut segs = ix.segs.to_vec();
             segs[k] = new;
             self.index[j].segs = segs.into();
@@ -1201,10 +1207,10 @@ impl<T> Subtable<T> {
     /// outgrow [`SPLIT_CELLS`], into `SEGS` segments; moves this version's entries along. The
     /// other version takes the arrays and moves its entries the same way at its next replay
     /// (from the log).
-    fn regrow(&mut self, k: usize, ws: &mut WriterState, seed: u64) {
+    fn regrow(&mut self, k: usize, seed: u64) {
         #[cfg(test)]
-        GROWTHS.with(|g| g.borrow_mut().push(ws.counts[k].live as usize));
-        let live = ws.counts[k].live as usize;
+        GROWTHS.with(|g| g.borrow_mut().push(self.ws.counts[k].live as usize));
+        let live = self.ws.counts[k].live as usize;
         let unsplit = self.segs.is_empty();
         // At most half full after the next insert (as a doubling leaves it), tombstones gone.
         let len_one = ((live + 1) * 2 + 1).next_power_of_two().max(MIN_CELLS);
@@ -1288,7 +1294,7 @@ impl<T> Subtable<T> {
         };
         self.n_cells = self.n_cells - old.cells.n_cells() + lens.iter().sum::<usize>();
         if split {
-            ws.counts = placed
+            self.ws.counts = placed
                 .iter()
                 .zip(&lens)
                 .enumerate()
@@ -1296,7 +1302,7 @@ impl<T> Subtable<T> {
                 .collect();
             self.segs = new;
         } else {
-            ws.counts[k] = count(k, placed[0], lens[0]);
+            self.ws.counts[k] = count(k, placed[0], lens[0]);
             *self.seg_mut(k) = new.pop().expect("one segment");
         }
         // What the batch recorded so far moves too, when the log is taken.
