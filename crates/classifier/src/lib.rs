@@ -30,7 +30,7 @@
 //! half full, a tag byte per cell beside it), and each version's entries (the rules of a value)
 //! in an array beside the cells, at the same positions: a hit usually reads one cell and the
 //! entry beside it, both found from the hash and the (small, cached) tags alone, neither
-//! waiting on the other. Past 4,096 rules a subtable is cut into 64 such tables (segments, by
+//! waiting on the other. Past 32,768 rules a subtable is cut into 64 such tables (segments, by
 //! the hash's top bits), each at most seven tenths full, with load limits staggered between
 //! segments so that each doubles alone, at its own point of the table's growth: an insertion
 //! that grows a table copies a sixty-fourth of it, where a doubling of the whole table stalled

@@ -1,5 +1,5 @@
 //! The classifier as other crates build it (not under `cfg(test)`, whose subtables split small):
-//! a subtable splits into its 64 segments past 4,096 rules, and they grow one at a time. Rules
+//! a subtable splits into its 64 segments past 32,768 rules, and they grow one at a time. Rules
 //! loaded as a batch, by single commits and removed again stay found in both versions.
 
 use classifier::{Batch, Classifier};
@@ -46,9 +46,10 @@ fn check(cls: &Classifier<u32>, present: &[bool]) {
 #[test]
 fn segments_keep_every_rule_through_batches_single_commits_and_removals() {
     const N: u32 = 24_000;
-    const MORE: u32 = 34_000;
+    const MORE: u32 = 56_000;
+    const LAST: u32 = 64_000;
     let mut cls: Classifier<u32> = Classifier::new();
-    let mut present = vec![false; MORE as usize];
+    let mut present = vec![false; LAST as usize];
     // A batch past the split, then single commits through several segment growths.
     let mut b = Batch::new();
     for i in 0..10_000 {
@@ -91,6 +92,14 @@ fn segments_keep_every_rule_through_batches_single_commits_and_removals() {
         present[i as usize] = true;
     }
     cls.commit(b).unwrap();
+    check(&cls, &present);
+    cls.commit(Batch::new()).unwrap();
+    check(&cls, &present);
+    // Single commits into the split table, through segment growths.
+    for i in MORE..LAST {
+        cls.insert(rule(i), 7, 0, i).unwrap();
+        present[i as usize] = true;
+    }
     check(&cls, &present);
     cls.commit(Batch::new()).unwrap();
     check(&cls, &present);

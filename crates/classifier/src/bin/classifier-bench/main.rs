@@ -291,6 +291,24 @@ fn load(rules: &[(openflow::Match, u32)]) -> Classifier<u64> {
     cls
 }
 
+/// Inserts `rules` into `cls` by single commits, each timed: the slowest three and the 99th
+/// percentile, in microseconds.
+fn slowest<'a>(
+    mut cls: Classifier<u64>,
+    rules: impl Iterator<Item = (&'a openflow::Match, u32, usize)>,
+) -> String {
+    let mut times = Vec::new();
+    for (m, p, i) in rules {
+        let t = Instant::now();
+        cls.insert(*m, p, 0, i as u64).expect("valid");
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    times.sort_by(|a, b| b.total_cmp(a));
+    let p99 = times.get(times.len() / 100).copied().unwrap_or(0.0);
+    let top: Vec<String> = times.iter().take(3).map(|t| format!("{t:.0}")).collect();
+    format!("{}us(p99={p99:.1}us)", top.join("/"))
+}
+
 fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
     // Into an empty table: single commits, then one batch.
     let (mut single, mut batched) = (Vec::new(), Vec::new());
@@ -306,8 +324,14 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         batched.push(w.rules.len() as f64 / d.as_secs_f64());
         drop(cls);
     }
+    // The slowest single commits (a growth stalls the writer), in a run of their own: the
+    // clock read around each commit would cost the rates above a few percent.
+    let slow = slowest(
+        new_cls(),
+        w.rules.iter().enumerate().map(|(i, (m, p))| (m, *p, i)),
+    );
     println!(
-        "insert   set={set:<5} into=empty   rules={:<7} single={}/s batched={}/s",
+        "insert   set={set:<5} into=empty   rules={:<7} single={}/s batched={}/s slowest-single={slow}",
         w.rules.len(),
         mega(median(single)),
         mega(median(batched))
@@ -334,8 +358,9 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         cls.commit(b).expect("valid");
         batched.push(n_more as f64 / t.elapsed().as_secs_f64());
     }
+    let slow = slowest(load(base), extra[..n_more].iter().map(|(m, p)| (m, *p, 0)));
     println!(
-        "insert   set={set:<5} into={:<7} rules={n_more:<7} single={}/s batched={}/s",
+        "insert   set={set:<5} into={:<7} rules={n_more:<7} single={}/s batched={}/s slowest-single={slow}",
         base.len(),
         mega(median(single)),
         mega(median(batched))
