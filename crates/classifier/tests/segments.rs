@@ -105,3 +105,49 @@ fn segments_keep_every_rule_through_batches_single_commits_and_removals() {
     check(&cls, &present);
     assert_eq!(cls.len(), present.iter().filter(|p| **p).count());
 }
+
+/// A reader looking up rules committed before it started never misses one while the writer
+/// grows the table through its split and its segments' growths (single commits and batches).
+#[test]
+fn readers_keep_seeing_old_rules_while_segments_split_and_grow() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    const OLD: u32 = 20_000;
+    let mut cls: Classifier<u32> = Classifier::new();
+    let mut b = Batch::new();
+    for i in 0..OLD {
+        b.insert(rule(i), 7, 0, i);
+    }
+    cls.commit(b).unwrap();
+    cls.commit(Batch::new()).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = cls.reader();
+    let stop = done.clone();
+    let t = std::thread::spawn(move || {
+        let mut rounds = 0u32;
+        while !stop.load(Ordering::Relaxed) || rounds == 0 {
+            for i in (rounds % 7..OLD).step_by(7) {
+                let got = reader.lookup(&packet(i), None).map(|r| *r.payload());
+                assert_eq!(got, Some(i), "rule {i} in round {rounds}");
+            }
+            rounds += 1;
+        }
+        rounds
+    });
+    // Past the split at 32,768 rules and on through growths: singles, then batches.
+    for i in OLD..40_000 {
+        cls.insert(rule(i), 7, 0, i).unwrap();
+    }
+    for chunk in (40_000..60_000).collect::<Vec<u32>>().chunks(2_500) {
+        let mut b = Batch::new();
+        for &i in chunk {
+            b.insert(rule(i), 7, 0, i);
+        }
+        cls.commit(b).unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    let rounds = t.join().expect("the reader saw every old rule");
+    assert!(rounds > 0);
+    let all = vec![true; 60_000];
+    check(&cls, &all);
+}
