@@ -258,6 +258,26 @@ fn seg_limit(k: usize) -> u64 {
     x
 }
 
+/// The segment of `hash` in a split table (its top `SEG_BITS` bits).
+#[inline(always)]
+fn seg_no(hash: u64) -> usize {
+    #[allow(clippy::cast_possible_truncation)] // `SEG_BITS` bits.
+    let k = (hash >> (64 - SEG_BITS)) as usize;
+    k
+}
+
+/// The table of `hash` and its segment number: `one` while `segs` is empty (unsplit), else
+/// its segment.
+#[inline(always)]
+fn pick<'a, S>(one: &'a S, segs: &'a [S], hash: u64) -> (usize, &'a S) {
+    if segs.is_empty() {
+        (0, one)
+    } else {
+        let k = seg_no(hash);
+        (k, &segs[k])
+    }
+}
+
 /// The segment and the index in it of position `at`.
 #[inline]
 fn unpack(at: u32) -> (usize, usize) {
@@ -463,13 +483,7 @@ impl IxSegs {
     /// The segment of partial hash `ph`, and its number.
     #[inline(always)]
     fn of(&self, ph: u64) -> (usize, &SharedIndex) {
-        if self.segs.is_empty() {
-            (0, &self.one)
-        } else {
-            #[allow(clippy::cast_possible_truncation)] // `SEG_BITS` bits.
-            let k = (ph >> (64 - SEG_BITS)) as usize;
-            (k, &self.segs[k])
-        }
+        pick(&self.one, &self.segs, ph)
     }
 
     #[inline]
@@ -999,13 +1013,7 @@ impl<T> Subtable<T> {
     /// The segment of `hash`, and its number.
     #[inline(always)]
     fn seg_of(&self, hash: u64) -> (usize, &Seg<T>) {
-        if self.segs.is_empty() {
-            (0, &self.one)
-        } else {
-            #[allow(clippy::cast_possible_truncation)] // `SEG_BITS` bits.
-            let k = (hash >> (64 - SEG_BITS)) as usize;
-            (k, &self.segs[k])
-        }
+        pick(&self.one, &self.segs, hash)
     }
 
     /// This version's arena slot at position `at`.
@@ -1221,15 +1229,7 @@ impl<T> Subtable<T> {
         let old = std::mem::take(self.seg_mut(k));
         let n = self.mask.idx.len();
         let (mut buf, mut wide_buf) = ([0u64; N_INLINE], Vec::new());
-        let seg_of = |hash: u64| -> usize {
-            if split {
-                #[allow(clippy::cast_possible_truncation)] // `SEG_BITS` bits.
-                let s = (hash >> (64 - SEG_BITS)) as usize;
-                s
-            } else {
-                0
-            }
-        };
+        let seg_of = |hash: u64| if split { seg_no(hash) } else { 0 };
         let lens: Vec<usize> = if split {
             let mut per = [0usize; SEGS];
             for from in old.cells.live() {
