@@ -450,10 +450,10 @@ fn nones<T>(len: usize) -> Vec<Option<Entry<T>>> {
     v
 }
 
-/// Cells for `live` live cells in segment `k` of a split subtable: twice its load limit's
-/// worth (as a doubling leaves it).
-fn seg_len(k: usize, live: usize) -> usize {
-    let want = (live as u64 * 2 * 65536).div_ceil(seg_limit(k));
+/// Cells (or index slots) for `live` live ones in a segment of load limit `limit` (in
+/// 65,536ths): twice the limit's worth (as a doubling leaves it), a power of two.
+fn len_for(live: usize, limit: u64) -> usize {
+    let want = (live as u64 * 2 * 65536).div_ceil(limit);
     usize::try_from(want)
         .unwrap_or(usize::MAX)
         .next_power_of_two()
@@ -501,25 +501,17 @@ impl IxSegs {
     }
 }
 
-/// The segment of a stage index's key (the partial hash's upper half; see [`IxSegs::of`]).
+/// The segment of a stage index's key: the partial hash's upper half, so the same bits as
+/// [`IxSegs::of`] takes from the partial hash.
 #[inline]
 fn ix_seg_of_key(key: u32) -> usize {
-    (key >> (32 - SEG_BITS)) as usize
+    seg_no(u64::from(key) << 32)
 }
 
 /// Load limit of segment `k` of a split stage index, in 65,536ths: from a half (the unsplit
-/// index's, once large) down to a quarter, staggered as the cells' ([`seg_limit`]).
+/// index's, once large) down to 0.36, staggered as the cells' ([`seg_limit`]).
 fn ix_limit(k: usize) -> u64 {
     seg_limit(k) * 5 / 7
-}
-
-/// Slots for `keys` keys in segment `k` of a split stage index: twice its load limit's worth.
-fn ix_seg_len(k: usize, keys: usize) -> usize {
-    let want = (keys as u64 * 2 * 65536).div_ceil(ix_limit(k));
-    usize::try_from(want)
-        .unwrap_or(usize::MAX)
-        .next_power_of_two()
-        .max(MIN_CELLS)
 }
 
 /// The count of a segment of `len` cells or slots holding `live`, with load limit `limit` (in
@@ -774,10 +766,9 @@ impl<T> Subtable<T> {
         }
         // Only a growth makes new cell arrays.
         if !log.moves.is_empty() {
-            let theirs = std::iter::once(&published.one).chain(&published.segs);
             for (mine, theirs) in std::iter::once(&mut self.one)
                 .chain(&mut self.segs)
-                .zip(theirs)
+                .zip(published.tables())
             {
                 if !mine.cells.same(&theirs.cells) {
                     mine.cells = theirs.cells.clone();
@@ -787,9 +778,9 @@ impl<T> Subtable<T> {
         }
         debug_assert!(
             self.segs.len() == published.segs.len()
-                && std::iter::once(&self.one)
-                    .chain(&self.segs)
-                    .zip(std::iter::once(&published.one).chain(&published.segs))
+                && self
+                    .tables()
+                    .zip(published.tables())
                     .all(|(a, b)| a.cells.same(&b.cells) && a.arena.len() == b.arena.len()),
             "a growth not replayed"
         );
@@ -990,6 +981,11 @@ impl<T> Subtable<T> {
         finish(h)
     }
 
+    /// Every table here: the unsplit one (empty once split), then the segments.
+    fn tables(&self) -> impl Iterator<Item = &Seg<T>> {
+        std::iter::once(&self.one).chain(&self.segs)
+    }
+
     /// Segment `k` (the one table of an unsplit subtable, `k` 0).
     #[inline]
     fn seg(&self, k: usize) -> Option<&Seg<T>> {
@@ -1167,7 +1163,7 @@ impl<T> Subtable<T> {
             let lens: Vec<usize> = per
                 .iter()
                 .enumerate()
-                .map(|(s, n)| ix_seg_len(s, *n))
+                .map(|(s, n)| len_for(*n, ix_limit(s)))
                 .collect();
             let segs: Vec<SharedIndex> = lens.iter().map(|l| SharedIndex::with_slots(*l)).collect();
             let placed = ix.one.copy_into(&segs, ix_seg_of_key);
@@ -1182,7 +1178,7 @@ impl<T> Subtable<T> {
                 segs: segs.into(),
             };
         } else {
-            let len = ix_seg_len(k, keys);
+            let len = len_for(keys, ix_limit(k));
             let new = SharedIndex::with_slots(len);
             let placed = ix.segs[k].copy_into(std::slice::from_ref(&new), |_| 0);
             self.ws.ix[j][k] = seg_count(placed[0], len, ix_limit(k));
@@ -1238,12 +1234,12 @@ impl<T> Subtable<T> {
             }
             per.iter()
                 .enumerate()
-                .map(|(s, l)| seg_len(s, *l))
+                .map(|(s, l)| len_for(*l, seg_limit(s)))
                 .collect()
         } else if unsplit {
             vec![len_one]
         } else {
-            vec![seg_len(k, live)]
+            vec![len_for(live, seg_limit(k))]
         };
         let mut new: Vec<Seg<T>> = lens
             .iter()
@@ -1308,7 +1304,8 @@ impl<T> Subtable<T> {
             self.ws.counts[k] = count(k, placed[0], lens[0]);
             *self.seg_mut(k) = new.pop().expect("one segment");
         }
-        // What the batch recorded so far moves too, when the log is taken.
+        // What the batch recorded so far moves with it later ([`SubLog::touched_now`],
+        // [`SubLog::settle_emptied`]).
         self.log.moves.push(Move {
             seg: k,
             split,
@@ -1604,16 +1601,14 @@ impl<T> Subtable<T> {
 
     /// Every rule here.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &Arc<Rule<T>>> {
-        std::iter::once(&self.one)
-            .chain(&self.segs)
+        self.tables()
             .flat_map(|s| s.arena.iter().flatten())
             .flat_map(|e| std::iter::once(&e.head).chain(e.rest().iter()))
     }
 
     /// Bytes held by this version alone (its arena and priorities, not the rules).
     pub(crate) fn own_bytes(&self) -> usize {
-        std::iter::once(&self.one)
-            .chain(&self.segs)
+        self.tables()
             .map(|s| s.arena.capacity() * std::mem::size_of::<Option<Entry<T>>>())
             .sum::<usize>()
             + self.segs.capacity() * std::mem::size_of::<Seg<T>>()
@@ -1623,10 +1618,7 @@ impl<T> Subtable<T> {
 
     /// Bytes of the arrays both versions share.
     pub(crate) fn shared_bytes(&self) -> usize {
-        std::iter::once(&self.one)
-            .chain(&self.segs)
-            .map(|s| s.cells.heap_bytes())
-            .sum::<usize>()
+        self.tables().map(|s| s.cells.heap_bytes()).sum::<usize>()
             + self.wide.heap_bytes()
             + self.index.iter().map(|ix| ix.heap_bytes()).sum::<usize>()
     }
