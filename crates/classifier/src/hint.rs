@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 use std::sync::Arc;
 
 use crate::shared::Cell;
+use crate::trie::{Narrow, Wide};
 
 /// A type of which a value whose bytes are all zero is a valid value (`0` for an atomic
 /// integer).
@@ -28,11 +29,16 @@ unsafe impl Zeroable for AtomicU32 {}
 unsafe impl Zeroable for AtomicU64 {}
 // SAFETY: a cell is an array of `AtomicU64` and nothing else.
 unsafe impl Zeroable for Cell {}
+// SAFETY: a trie node of either layout is a struct of `AtomicU64`s and nothing else.
+unsafe impl Zeroable for Narrow {}
+// SAFETY: as above.
+unsafe impl Zeroable for Wide {}
 
 /// An array of `len` values whose bytes are all zero, allocated zeroed: pages the allocator
 /// takes fresh from the kernel are not written at all, and the array is written once at
 /// most (a `Vec` moved into an `Arc` is copied; collected into it directly, written element by
-/// element). A subtable's cells and stage indices are made so when they double.
+/// element). A subtable's cells and stage indices are made so when they double, and a trie's
+/// node arrays always.
 pub(crate) fn zeroed<T: Zeroable>(len: usize) -> Arc<[T]> {
     let a = Arc::<[T]>::new_zeroed_slice(len);
     // SAFETY: every element's bytes are zero, a valid `T` (`T: Zeroable`).
