@@ -18,7 +18,9 @@
 //! rules as one batch, then times M more as single commits (`insert`, then on a fresh load
 //! `commit_with`) and, on a fresh load, as one batch
 //! (as `classifier-bench`'s "into" line; `--into 262144` is where the cells double; with
-//! `--only-batch`, the batch alone).
+//! `--only-batch`, the batch alone); `--churn N` loads 262,144 rules, then commits one batch
+//! that removes `N` of them and adds `N` new ones (a `replace-flows` that changes that many),
+//! and times that commit and its replay at the next one.
 
 #![allow(missing_docs)]
 
@@ -92,7 +94,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn usage() -> ! {
     eprintln!(
         "usage: commit_cpu [--reps N] [--random] [--only-batch] [--batch N] [--bundles N] \
-         [--into N --add M]"
+         [--into N --add M] [--churn N]"
     );
     std::process::exit(2);
 }
@@ -142,6 +144,7 @@ fn main() {
     let mut bundles: Option<usize> = None;
     let mut into: Option<usize> = None;
     let mut add = 10_000usize;
+    let mut churn: Option<usize> = None;
     let mut it = std::env::args().skip(1);
     // The number after an option, or the usage.
     fn number<T: std::str::FromStr>(it: &mut impl Iterator<Item = String>) -> T {
@@ -156,6 +159,7 @@ fn main() {
             "--bundles" => bundles = Some(number(&mut it)),
             "--into" => into = Some(number(&mut it)),
             "--add" => add = number(&mut it),
+            "--churn" => churn = Some(number(&mut it)),
             "--batch" => batch = Some(number(&mut it)),
             "--reps" => reps = number(&mut it),
             _ => usage(),
@@ -163,7 +167,9 @@ fn main() {
     }
     let n_full = 262_144u32;
     let n_batch = batch.unwrap_or(100_000);
-    let n_all = (n_full + n_batch).max(u32::try_from(into.unwrap_or(0) + add).unwrap_or(u32::MAX));
+    let n_all = (n_full + n_batch)
+        .max(u32::try_from(into.unwrap_or(0) + add).unwrap_or(u32::MAX))
+        .max(n_full + u32::try_from(churn.unwrap_or(0)).unwrap_or(u32::MAX));
     let rules: Vec<Match> = if random {
         use rand::SeedableRng;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
@@ -219,6 +225,34 @@ fn main() {
                 "{add} into {n}, {what}: wall {w:.4} s = {:.2}M/s, CPU {c:.4} s = {:.2}M/s",
                 add as f64 / w / 1e6,
                 add as f64 / c / 1e6
+            );
+        }
+        return;
+    }
+    if let Some(n) = churn {
+        let (base, more) = rules.split_at(n_full as usize);
+        let (mut commit, mut replay) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            let mut cls = loaded(base);
+            let mut b = Batch::new();
+            for m in &base[..n] {
+                b.remove(*m, 100);
+            }
+            for m in &more[..n] {
+                b.insert(*m, 100, 0, 1);
+            }
+            commit.push(timed(|| {
+                cls.commit(b).expect("valid rules");
+            }));
+            replay.push(timed(|| {
+                cls.commit(Batch::new()).expect("empty batch");
+            }));
+        }
+        for (what, v) in [("commit", commit), ("its replay", replay)] {
+            println!(
+                "{n} out and {n} in of {n_full}, {what}: wall {:.4} s, CPU {:.4} s",
+                median(v.iter().map(|p| p.0).collect()),
+                median(v.iter().map(|p| p.1).collect())
             );
         }
         return;

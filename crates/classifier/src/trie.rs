@@ -1479,16 +1479,16 @@ impl Trie {
                 return true;
             }
         }
-        let mut ok = true;
-        let mut adds: Vec<(u128, u8, u32)> = Vec::new();
+        let (mut adds, mut removes): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
         for &(bits, len, net) in changes {
+            let n = u32::try_from(net.unsigned_abs()).unwrap_or(u32::MAX);
             if net > 0 {
-                adds.push((bits, len, u32::try_from(net).unwrap_or(u32::MAX)));
-            }
-            for _ in 0..(-net).max(0) {
-                ok &= self.remove(bits, len);
+                adds.push((bits, len, n));
+            } else if net < 0 {
+                removes.push((bits, len, n));
             }
         }
+        let ok = self.remove_sorted(&removes);
         if !adds.is_empty() {
             self.insert_sorted(&adds);
         }
@@ -1572,11 +1572,68 @@ impl Trie {
 
     /// Removes one rule with prefix `bits` of length `len`. Returns `false` if there is
     /// none (an internal inconsistency the caller reports). Nodes it unlinks wait in limbo.
+    #[cfg(test)]
     fn remove(&mut self, bits: u128, len: u8) -> bool {
+        self.remove_sorted(&[(bits, len, 1)])
+    }
+
+    /// Removes `n` rules for each `(bits, len, n)` of `items`, sorted by `(bits, len)`: each
+    /// walk goes on from the deepest node of the previous one's path that is a prefix of the
+    /// new one (a finger), not from the root, as [`Trie::insert_sorted`] does. A walk from the
+    /// root is about 18 dependent loads at 262,144 random prefixes: the replay of a batch that
+    /// removed 100,000 of 262,144 random 5-tuples (and added as many) took 0.087 to 0.091 s
+    /// so, against 0.062 to 0.066 s when it rebuilt both tries, and takes 0.054 to 0.057 s
+    /// from a finger (`commit_cpu --churn`). Returns `false` if a prefix is not there (an
+    /// internal inconsistency the caller reports); the others are removed all the same.
+    /// Nodes it unlinks wait in limbo.
+    fn remove_sorted(&mut self, items: &[(u128, u8, u32)]) -> bool {
+        // The path to the last prefix removed: each node with the side the walk took from
+        // it, every one live and a prefix of the last prefix (nodes unlinked leave it).
         let mut path: Vec<(u32, usize)> = vec![(SENTINEL, 0)];
-        let mut cur = self.view.root();
-        while cur != NIL {
-            let (nb, nl, _) = self.view.node(cur);
+        let mut ok = true;
+        for &(bits, len, n) in items {
+            // Back up to the deepest node on the path that is a strict prefix of this one.
+            while let Some(&(p, _)) = path.last() {
+                if p == SENTINEL {
+                    break;
+                }
+                let (pb, pl, _) = self.view.node(p);
+                if pl < len && common_len(pb, bits, pl) == pl {
+                    break;
+                }
+                path.pop();
+            }
+            let mut cur = match path.last_mut() {
+                Some(last) if last.0 != SENTINEL => {
+                    last.1 = bit(bits, self.len_of(last.0));
+                    self.view.kids(last.0)[last.1]
+                }
+                _ => self.view.root(),
+            };
+            for _ in 0..n {
+                if !self.remove_below(&mut path, &mut cur, bits, len) {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        ok
+    }
+
+    /// Removes one rule with prefix `bits` of length `len`, walking down from `cur`, the
+    /// child on `bits`' side of the last node of `path` (the sentinel's child: the root).
+    /// Leaves on `path` only live nodes that are strict prefixes of `bits`, and in `cur` the
+    /// prefix's node (another removal of the same prefix starts there; if this one unlinked
+    /// it, its count is 0 and that removal fails, as it should).
+    fn remove_below(
+        &mut self,
+        path: &mut Vec<(u32, usize)>,
+        cur: &mut u32,
+        bits: u128,
+        len: u8,
+    ) -> bool {
+        while *cur != NIL {
+            let (nb, nl, _) = self.view.node(*cur);
             if nl > len || common_len(nb, bits, nl) < nl {
                 return false;
             }
@@ -1584,16 +1641,16 @@ impl Trie {
                 break;
             }
             let b = bit(bits, nl);
-            path.push((cur, b));
-            cur = self.view.kids(cur)[b];
+            path.push((*cur, b));
+            *cur = self.view.kids(*cur)[b];
         }
-        if cur == NIL || self.counts[cur as usize] == 0 {
+        if *cur == NIL || self.counts[*cur as usize] == 0 {
             return false;
         }
-        let c = self.counts[cur as usize];
-        self.set_count(cur, c - 1);
+        let c = self.counts[*cur as usize];
+        self.set_count(*cur, c - 1);
         // Drop nodes that no longer carry a prefix or a fork, bottom up.
-        let mut at = cur;
+        let mut at = *cur;
         loop {
             if self.counts[at as usize] > 0 {
                 break;
@@ -1604,7 +1661,7 @@ impl Trie {
                 break;
             }
             let replacement = if a { kids[0] } else { kids[1] };
-            let Some(parent) = path.pop() else {
+            let Some(&parent) = path.last() else {
                 break;
             };
             self.set_link(parent, replacement);
@@ -1616,6 +1673,8 @@ impl Trie {
             if replacement != NIL || parent.0 == SENTINEL {
                 break;
             }
+            // The parent lost a child: it goes too unless it carries a prefix.
+            path.pop();
             at = parent.0;
         }
         true
@@ -2340,6 +2399,59 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(b.n_live(), 0);
+        }
+
+        /// Sorted removals from a finger leave the same trie as removals one by one from
+        /// the root: nested and shared prefixes, several rules of one prefix, a prefix that
+        /// is not there (reported, the others removed all the same).
+        #[test]
+        fn sorted_removals_agree_with_removals_one_by_one(
+            first in proptest::collection::vec((0u32..64, 1u8..=32), 1..80),
+            picks in proptest::collection::vec((proptest::num::usize::ANY, 1u32..3), 0..40),
+            absent in proptest::option::of((0u32..64, 1u8..=32)),
+            probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
+            narrow in proptest::bool::ANY,
+        ) {
+            let width = if narrow { 32 } else { 128 };
+            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
+            let mut a = Trie::new(width);
+            let mut counts: std::collections::BTreeMap<(u128, u8), u32> = Default::default();
+            for (x, len) in &first {
+                let (p, l) = v4(addr(*x), *len);
+                a.insert(p, l);
+                *counts.entry((p, l)).or_default() += 1;
+            }
+            let mut b = a.clone();
+            let have: Vec<_> = counts.iter().map(|(k, n)| (*k, *n)).collect();
+            let mut removes: std::collections::BTreeMap<(u128, u8), u32> = Default::default();
+            for (i, n) in &picks {
+                let ((p, l), c) = have[i % have.len()];
+                let r = removes.entry((p, l)).or_default();
+                *r = (*r + n).min(c);
+            }
+            let mut expect_ok = true;
+            if let Some((x, len)) = absent {
+                let (p, l) = v4(addr(x) ^ 1 << 31, len);
+                if !counts.contains_key(&(p, l)) {
+                    removes.insert((p, l), 1);
+                    expect_ok = false;
+                }
+            }
+            let list: Vec<(u128, u8, u32)> = removes.iter().map(|((p, l), n)| (*p, *l, *n)).collect();
+            for (p, l, n) in &list {
+                for _ in 0..*n {
+                    a.remove(*p, *l);
+                }
+            }
+            proptest::prop_assert_eq!(b.remove_sorted(&list), expect_ok);
+            b.check_jump();
+            proptest::prop_assert_eq!(a.n_live(), b.n_live());
+            for (x, noise) in &probes {
+                let v = u128::from(addr(*x) ^ (noise & 0xff)) << 96;
+                let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
+                proptest::prop_assert_eq!(ma.lens, mb.lens);
+                proptest::prop_assert_eq!(ma.examined, mb.examined);
+            }
         }
 
         /// A rebuild with net changes gives the same trie as applying them one by one: same
