@@ -1450,9 +1450,10 @@ impl Trie {
     /// once): a trie with fewer than twice as many nodes as changes is built again from its
     /// merged prefix list ([`Trie::rebuild_with`]: sequential work over the whole trie, but no
     /// walk per prefix and no later re-layout); fewer changes are made in place, the removals
-    /// one by one and the additions from a finger ([`Trie::insert_sorted`], which costs little
-    /// when the prefixes are close together), and may lay the trie out again. Returns `false`
-    /// if a removal finds no such prefix (an internal inconsistency the caller reports).
+    /// and then the additions each from a finger ([`Trie::remove_sorted`],
+    /// [`Trie::insert_sorted`], which cost little when the prefixes are close together), and
+    /// may lay the trie out again. Returns `false` if a removal finds no such prefix (an
+    /// internal inconsistency the caller reports).
     ///
     /// The line: a change in place makes or frees up to two nodes, and a re-layout comes once
     /// the changes since the last reach half the live nodes ([`Trie::maybe_relayout`]), so
