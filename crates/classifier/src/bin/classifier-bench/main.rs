@@ -1,4 +1,4 @@
-//! `classifier-bench`: lookup, insertion, batch-commit and memory figures for the
+//! `classifier-bench`: lookup, insertion, deletion, batch-commit and memory figures for the
 //! classifier, with OVS's own classifier benchmark run in the same command as the baseline.
 //!
 //! ```text
@@ -9,11 +9,11 @@
 //! Options: `--rules N,..` (default 1000,16384,262144), `--sets exact,mixed,ovs` (default
 //! all), `--masks N` (mixed set, default 20), `--lookups N` per repetition (default
 //! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
-//! `--no-lookup` (only the build, insert and batch lines), `--no-tries` (no prefix tries; default
-//! `nw_dst,nw_src`), `--hugepages` (re-runs itself with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so
-//! that malloc asks for transparent huge pages; the OVS child inherits it), `--malloc-default`
-//! (glibc's default malloc policy instead of the daemon's, which keeps freed memory: by default the
-//! tool re-runs itself with
+//! `--no-lookup` (only the build, insert, delete and batch lines), `--no-tries` (no prefix tries;
+//! default `nw_dst,nw_src`), `--hugepages` (re-runs itself with
+//! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so that malloc asks for transparent huge pages; the OVS
+//! child inherits it), `--malloc-default` (glibc's default malloc policy instead of the daemon's,
+//! which keeps freed memory: by default the tool re-runs itself with
 //! `GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...`), `--api
 //! single|batch|both` (default both: one `lookup` per key, or one `lookup_batch` per 32 keys),
 //! `--commit-with` (the `batch` line commits through `Classifier::commit_with`, operations
@@ -362,6 +362,37 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
     println!(
         "insert   set={set:<5} into={:<7} rules={n_more:<7} single={}/s batched={}/s slowest-single={slow}",
         base.len(),
+        mega(median(single)),
+        mega(median(batched))
+    );
+    // Deletes from the same table: 10,000 of its rules, single and as one batch (each
+    // commit's removal is replayed onto the other version at the next, the last one not
+    // timed).
+    let (mut single, mut batched) = (Vec::new(), Vec::new());
+    let gone = &base[..n_more.min(base.len())];
+    for _ in 0..args.reps {
+        let mut cls = load(base);
+        let t = Instant::now();
+        for (m, p) in gone {
+            let mut b = Batch::new();
+            b.remove(*m, *p);
+            cls.commit(b).expect("valid");
+        }
+        single.push(gone.len() as f64 / t.elapsed().as_secs_f64());
+        drop(cls);
+        let mut cls = load(base);
+        let mut b = Batch::new();
+        for (m, p) in gone {
+            b.remove(*m, *p);
+        }
+        let t = Instant::now();
+        cls.commit(b).expect("valid");
+        batched.push(gone.len() as f64 / t.elapsed().as_secs_f64());
+    }
+    println!(
+        "delete   set={set:<5} from={:<7} rules={:<7} single={}/s batched={}/s",
+        base.len(),
+        gone.len(),
         mega(median(single)),
         mega(median(batched))
     );
