@@ -209,7 +209,38 @@ impl<T> Log<T> {
     }
 }
 
+/// Most trie removals per trie a replay's walks are prefetched for
+/// ([`RuleSet::warm_removals`]): a larger batch's go on from a finger.
+const WARM_REMOVALS: usize = 4;
+
 impl<T> RuleSet<T> {
+    /// Prefetches what the replay of this (published) version's batch reads first in each
+    /// trie to remove the prefixes of its removed rules, if they are few: the [`Jump`]
+    /// entries (`nodes` false, at the publication), or the nodes below them (`nodes` true, at
+    /// the next commit's start, the entries in cache by then). The removal's walk then finds
+    /// them there (single deletes of 262,144 random 5-tuples: the jump node's load was a
+    /// third of the removal; 10 to 15% more deletes a second with this). Returns true if it
+    /// prefetched anything.
+    ///
+    /// [`Jump`]: crate::trie
+    pub(crate) fn warm_removals(&self, tries: &[Trie], nodes: bool) -> bool {
+        let mut any = false;
+        for (trie, gone) in tries.iter().zip(&self.last_gone) {
+            if gone.len() > WARM_REMOVALS {
+                continue;
+            }
+            for &(bits, len, _) in gone {
+                any = true;
+                if nodes {
+                    trie.warm_nodes(len, || bits);
+                } else {
+                    trie.warm_entry(len, || bits);
+                }
+            }
+        }
+        any
+    }
+
     pub(crate) fn new(prefixes: Arc<[PrefixField]>, seed: u64) -> Self {
         RuleSet {
             subtables: Vec::new(),

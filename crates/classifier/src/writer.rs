@@ -200,6 +200,9 @@ pub struct Classifier<T> {
     applied: Vec<Prim<T>>,
     /// [`Ops`]'s held inserts (kept empty between commits, for its capacity).
     held: Vec<Held<T>>,
+    /// The published version's few trie removals, which its replay makes, were prefetched
+    /// for ([`RuleSet::warm_removals`]).
+    warm_gone: bool,
 }
 
 impl<T> std::fmt::Debug for Classifier<T> {
@@ -278,6 +281,7 @@ impl<T> Classifier<T> {
             n_published: 0,
             applied: Vec::new(),
             held: Vec::new(),
+            warm_gone: false,
         })
     }
 
@@ -471,6 +475,8 @@ impl<T> Classifier<T> {
         let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
         if let (true, Some(m)) = (alone, batch.ops.first().and_then(Op::rule_match)) {
             masks[0] = self.touch_alone(m);
+        } else {
+            self.warm_replay();
         }
         for (index, op) in batch.ops.iter().enumerate() {
             let Some(m) = op.rule_match() else {
@@ -522,6 +528,7 @@ impl<T> Classifier<T> {
     /// commit then overlap those cache misses (at 256K rules, one each) instead of the
     /// operation waiting on them one after another.
     fn touch_alone(&mut self, m: &Match) -> Option<Arc<Mask>> {
+        self.warm_replay();
         let mask = self.interned(m.mask())?;
         self.touch_one(&mask, WriteKey::Match(m.value()), |f| m.value().get(f));
         Some(mask)
@@ -543,6 +550,15 @@ impl<T> Classifier<T> {
         }
     }
 
+    /// Prefetches the trie nodes the replay of the last commit's few removals walks first
+    /// ([`RuleSet::warm_removals`]), so that the checks and the subtables' replay overlap
+    /// those cache misses.
+    fn warm_replay(&self) {
+        if self.warm_gone {
+            self.shared.load().warm_removals(&self.tries, true);
+        }
+    }
+
     /// Undoes `applied` on the spare (a failed batch).
     fn roll_back(&mut self, applied: &[Prim<T>]) {
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
@@ -561,6 +577,7 @@ impl<T> Classifier<T> {
         let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
         spare.finish_batch(&mut self.tries);
         self.pending = spare.take_log();
+        self.warm_gone = spare.warm_removals(&self.tries, false);
         self.spare = self.shared.swap(self.spare.clone());
         self.spare.touch_replay(&self.pending, TOUCH_REPLAY);
         self.n_published += 1;
@@ -892,6 +909,7 @@ impl<T> Classifier<T> {
     where
         F: FnOnce(&mut Ops<'_, T>),
     {
+        self.warm_replay();
         let applied = std::mem::take(&mut self.applied);
         let held = std::mem::take(&mut self.held);
         debug_assert!(applied.is_empty() && held.is_empty());
