@@ -73,10 +73,11 @@
 //! out again depth-first, so walks touch few cache lines. Each node array has a jump table,
 //! indexed by the address bits below the root, of nodes a walk from the root would pass, with
 //! (for fields of at most 32 bits) the live prefix lengths above them: the writer's insertions
-//! and the readers' walks start there (a few nodes from the leaves instead of about 18 at 256K
-//! random prefixes) and learn what a walk from the root would. A batch with as many trie changes
-//! as half the trie's nodes builds it again instead, straight into a new array in one
-//! sequential pass over the merged sorted prefixes (a change in place costs a walk from the
+//! and removals and the readers' walks start there (a few nodes from the leaves instead of
+//! about 18 at 256K random prefixes) and learn what a walk from the root would; a batch's
+//! sorted changes go on from the last one's path where it is a prefix of the next. A batch with as
+//! many trie changes as half the trie's nodes builds it again instead, straight into a new array in
+//! one sequential pass over the merged sorted prefixes (a change in place costs a walk from the
 //! jump table; the pass costs the whole trie, and below that line the changes in place do not
 //! lay the trie out again). A trie holds a
 //! superset of each version's prefixes: a batch adds its prefixes before it is published, and
