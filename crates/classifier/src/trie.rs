@@ -2397,6 +2397,44 @@ mod tests {
         assert_eq!(t.n_live(), fresh.n_live());
     }
 
+    /// The address of test prefix `hi`: spread over the top bits, with a few low bits set.
+    fn test_addr(hi: u32) -> u32 {
+        hi.wrapping_mul(0x0400_0000) | (hi & 7)
+    }
+
+    /// A trie (16-byte nodes if `narrow`) holding the prefixes `first` (by [`test_addr`]),
+    /// and how many rules each prefix has.
+    fn trie_of(
+        first: &[(u32, u8)],
+        narrow: bool,
+    ) -> (Trie, std::collections::BTreeMap<(u128, u8), i64>) {
+        let mut t = Trie::new(if narrow { 32 } else { 128 });
+        let mut counts = std::collections::BTreeMap::new();
+        for (x, len) in first {
+            let (p, l) = v4(test_addr(*x), *len);
+            t.insert(p, l);
+            *counts.entry((p, l)).or_default() += 1;
+        }
+        (t, counts)
+    }
+
+    /// `a` and `b` have as many live nodes and answer every probe (a test prefix's address
+    /// with noise in its low byte) alike: the same lengths and examined bits.
+    fn same_answers(
+        a: &Trie,
+        b: &Trie,
+        probes: &[(u32, u32)],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        proptest::prop_assert_eq!(a.n_live(), b.n_live());
+        for (x, noise) in probes {
+            let v = u128::from(test_addr(*x) ^ (noise & 0xff)) << 96;
+            let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
+            proptest::prop_assert_eq!(ma.lens, mb.lens);
+            proptest::prop_assert_eq!(ma.examined, mb.examined);
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
         /// Finger insertion (sorted or not, onto an existing trie) builds the same trie as
         /// one-by-one insertion: same nodes, same answers, and removal empties it.
@@ -2408,19 +2446,12 @@ mod tests {
             probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
             narrow in proptest::bool::ANY,
         ) {
-            let width = if narrow { 32 } else { 128 };
-            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
-            let mut a = Trie::new(width);
-            let mut b = Trie::new(width);
-            for (x, len) in &first {
-                let (p, l) = v4(addr(*x), *len);
-                a.insert(p, l);
-                b.insert(p, l);
-            }
+            let (mut a, _) = trie_of(&first, narrow);
+            let (mut b, _) = trie_of(&first, narrow);
             let mut items: Vec<(u128, u8, u32)> = second
                 .iter()
                 .map(|(x, len, n)| {
-                    let (p, l) = v4(addr(*x), *len);
+                    let (p, l) = v4(test_addr(*x), *len);
                     (p, l, *n)
                 })
                 .collect();
@@ -2438,15 +2469,9 @@ mod tests {
             b.remake_jump();
             b.insert_sorted(&items);
             b.check_jump();
-            proptest::prop_assert_eq!(a.n_live(), b.n_live());
-            for (x, noise) in probes {
-                let v = u128::from(addr(x) ^ (noise & 0xff)) << 96;
-                let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
-                proptest::prop_assert_eq!(ma.lens, mb.lens);
-                proptest::prop_assert_eq!(ma.examined, mb.examined);
-            }
+            same_answers(&a, &b, &probes)?;
             for (x, len) in &first {
-                let (p, l) = v4(addr(*x), *len);
+                let (p, l) = v4(test_addr(*x), *len);
                 proptest::prop_assert!(b.remove(p, l));
             }
             for (p, l, n) in &items {
@@ -2469,33 +2494,28 @@ mod tests {
             probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
             narrow in proptest::bool::ANY,
         ) {
-            let width = if narrow { 32 } else { 128 };
-            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
-            let mut b = Trie::new(width);
-            let mut counts: std::collections::BTreeMap<(u128, u8), u32> = Default::default();
-            for (x, len) in &first {
-                let (p, l) = v4(addr(*x), *len);
-                b.insert(p, l);
-                *counts.entry((p, l)).or_default() += 1;
-            }
+            let (mut b, counts) = trie_of(&first, narrow);
             let have: Vec<_> = counts.iter().map(|(k, n)| (*k, *n)).collect();
-            let mut removes: std::collections::BTreeMap<(u128, u8), u32> = Default::default();
+            let mut removes: std::collections::BTreeMap<(u128, u8), i64> = Default::default();
             for (i, n) in &picks {
                 let ((p, l), c) = have[i % have.len()];
                 let r = removes.entry((p, l)).or_default();
-                *r = (*r + n).min(c);
+                *r = (*r + i64::from(*n)).min(c);
             }
             let mut expect_ok = true;
             if let Some((x, len)) = absent {
-                let (p, l) = v4(addr(x) ^ 1 << 31, len);
+                let (p, l) = v4(test_addr(x) ^ 1 << 31, len);
                 if !counts.contains_key(&(p, l)) {
                     removes.insert((p, l), 1);
                     expect_ok = false;
                 }
             }
-            let list: Vec<(u128, u8, u32)> = removes.iter().map(|((p, l), n)| (*p, *l, *n)).collect();
+            let list: Vec<(u128, u8, u32)> = removes
+                .iter()
+                .map(|((p, l), n)| (*p, *l, u32::try_from(*n).unwrap()))
+                .collect();
             // What is left, inserted into an empty trie.
-            let mut a = Trie::new(width);
+            let mut a = Trie::new(b.width);
             for ((p, l), c) in &counts {
                 for _ in 0..c - removes.get(&(*p, *l)).copied().unwrap_or(0) {
                     a.insert(*p, *l);
@@ -2503,13 +2523,7 @@ mod tests {
             }
             proptest::prop_assert_eq!(b.remove_sorted(&list), expect_ok);
             b.check_jump();
-            proptest::prop_assert_eq!(a.n_live(), b.n_live());
-            for (x, noise) in &probes {
-                let v = u128::from(addr(*x) ^ (noise & 0xff)) << 96;
-                let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
-                proptest::prop_assert_eq!(ma.lens, mb.lens);
-                proptest::prop_assert_eq!(ma.examined, mb.examined);
-            }
+            same_answers(&a, &b, &probes)?;
         }
 
         /// A rebuild with net changes gives the same trie as applying them one by one: same
@@ -2522,20 +2536,12 @@ mod tests {
             probes in proptest::collection::vec((0u32..64, proptest::num::u32::ANY), 1..30),
             narrow in proptest::bool::ANY,
         ) {
-            let width = if narrow { 32 } else { 128 };
-            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
-            let mut a = Trie::new(width);
-            let mut counts: std::collections::BTreeMap<(u128, u8), i64> = Default::default();
-            for (x, len) in &first {
-                let (p, l) = v4(addr(*x), *len);
-                a.insert(p, l);
-                *counts.entry((p, l)).or_default() += 1;
-            }
+            let (mut a, counts) = trie_of(&first, narrow);
             let mut b = a.clone();
             // Net changes, clamped so that no count goes below zero.
             let mut net: std::collections::BTreeMap<(u128, u8), i64> = Default::default();
             for (x, len, d) in &changes {
-                let (p, l) = v4(addr(*x), *len);
+                let (p, l) = v4(test_addr(*x), *len);
                 let have = counts.get(&(p, l)).copied().unwrap_or(0) + net.get(&(p, l)).copied().unwrap_or(0);
                 *net.entry((p, l)).or_default() += (*d).max(-have);
             }
@@ -2551,23 +2557,17 @@ mod tests {
             }
             proptest::prop_assert!(b.rebuild_with(&list));
             b.check_jump();
-            proptest::prop_assert_eq!(a.n_live(), b.n_live());
-            for (x, noise) in &probes {
-                let v = u128::from(addr(*x) ^ (noise & 0xff)) << 96;
-                let (ma, mb) = (a.lookup(v, 32), b.lookup(v, 32));
-                proptest::prop_assert_eq!(ma.lens, mb.lens);
-                proptest::prop_assert_eq!(ma.examined, mb.examined);
-            }
+            same_answers(&a, &b, &probes)?;
             // The rebuilt trie takes further changes like the other.
             for (x, len) in &first {
-                let (p, l) = v4(addr(*x), *len);
+                let (p, l) = v4(test_addr(*x), *len);
                 proptest::prop_assert_eq!(a.remove(p, l), b.remove(p, l));
                 b.check_jump();
             }
             proptest::prop_assert_eq!(a.n_live(), b.n_live());
             // A change below zero is refused and changes nothing.
             let n = b.n_live();
-            proptest::prop_assert!(!b.rebuild_with(&[(v4(addr(1), 3).0, 3, -1_000)]));
+            proptest::prop_assert!(!b.rebuild_with(&[(v4(test_addr(1), 3).0, 3, -1_000)]));
             proptest::prop_assert_eq!(b.n_live(), n);
         }
 
@@ -2580,7 +2580,7 @@ mod tests {
             narrow in proptest::bool::ANY,
         ) {
             // Addresses from a small space (high bits from 0..64) so that prefixes overlap.
-            let addr = |hi: u32| hi.wrapping_mul(0x0400_0000) | (hi & 7);
+            let addr = test_addr;
             let mut t = Trie::new(if narrow { 32 } else { 128 });
             let mut list: Vec<(u128, u8)> = Vec::new();
             for (a, len, remove) in ops {
