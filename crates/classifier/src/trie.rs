@@ -69,9 +69,9 @@ const NIL: u32 = u32::MAX;
 const SENTINEL: u32 = 0;
 
 /// Fewest net prefix changes for which [`Trie::apply`] builds the trie again rather than
-/// changing it in place (smaller in tests, so that the proptests' small batches take both
-/// paths).
-const REBUILD_MIN: usize = if cfg!(test) { 4 } else { 64 };
+/// changing it in place (smaller in tests and under the fuzzer, so that their small batches
+/// take both paths).
+const REBUILD_MIN: usize = if cfg!(any(test, fuzzing)) { 4 } else { 64 };
 
 #[cfg(test)]
 thread_local! {
@@ -785,9 +785,9 @@ pub(crate) struct Trie {
     width: u8,
 }
 
-/// Fewest live nodes for which a trie keeps a [`Jump`] table (fewer in tests, so that the
-/// proptests' small tries have one).
-const JUMP_MIN: usize = if cfg!(test) { 4 } else { 1024 };
+/// Fewest live nodes for which a trie keeps a [`Jump`] table (fewer in tests and under the
+/// fuzzer, so that their small tries have one).
+const JUMP_MIN: usize = if cfg!(any(test, fuzzing)) { 4 } else { 1024 };
 
 /// Fewest index bits of a [`Jump`] table that readers start from: nearly every table a trie has
 /// (one of [`JUMP_MIN`] nodes has seven bits, fewer only where the root's prefix leaves fewer
@@ -796,7 +796,7 @@ const JUMP_MIN: usize = if cfg!(test) { 4 } else { 1024 };
 /// switched, mixed masks at 1,000 rules gave 1.05-1.08x the single hits a second and at 4,000
 /// rules 1.12-1.14x, exact misses at 1,000 rules 0.97-0.98x, OVS's 1,000-rule set (tries too
 /// small for a table) the same.
-const READER_MIN_K: u8 = if cfg!(test) { 1 } else { 4 };
+const READER_MIN_K: u8 = if cfg!(any(test, fuzzing)) { 1 } else { 4 };
 
 /// Most index bits of a [`Jump`] table (a table of 8 MB).
 const JUMP_MAX_BITS: u8 = 20;
