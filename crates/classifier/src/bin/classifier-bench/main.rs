@@ -374,9 +374,7 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         let mut cls = load(base);
         let t = Instant::now();
         for (m, p) in gone {
-            let mut b = Batch::new();
-            b.remove(*m, *p);
-            cls.commit(b).expect("valid");
+            cls.remove(*m, *p).expect("valid");
         }
         single.push(gone.len() as f64 / t.elapsed().as_secs_f64());
         drop(cls);
