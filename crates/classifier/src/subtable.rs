@@ -434,6 +434,12 @@ impl<T> Default for Seg<T> {
 }
 
 impl<T> Seg<T> {
+    /// This version's entry at cell `l`.
+    #[inline]
+    fn entry(&self, l: usize) -> Option<&Entry<T>> {
+        self.arena.get(l)?.as_ref()
+    }
+
     /// A segment of no cells yet (the replay takes them) and an arena of `len` empty slots.
     fn with_arena(len: usize) -> Self {
         Seg {
@@ -1178,10 +1184,10 @@ impl<T> Subtable<T> {
                 segs: segs.into(),
             };
         } else {
+            // A power of two, at least `MIN_CELLS`: `regrown` keeps it.
             let len = len_for(keys, ix_limit(k));
-            let new = SharedIndex::with_slots(len);
-            let placed = ix.segs[k].copy_into(std::slice::from_ref(&new), |_| 0);
-            self.ws.ix[j][k] = seg_count(placed[0], len, ix_limit(k));
+            let (new, placed) = ix.segs[k].regrown(len);
+            self.ws.ix[j][k] = seg_count(placed, len, ix_limit(k));
             let mut segs = ix.segs.to_vec();
             segs[k] = new;
             self.index[j].segs = segs.into();
@@ -1445,7 +1451,7 @@ impl<T> Subtable<T> {
         let mut hit = None;
         seg.cells.find(hash, |at, c| {
             c.holds(&want[..n]) && {
-                hit = seg.arena.get(at).and_then(Option::as_ref);
+                hit = seg.entry(at);
                 hit.is_some()
             }
         })?;
@@ -1465,7 +1471,7 @@ impl<T> Subtable<T> {
                     .zip(m.idx.iter().zip(m.bits.iter()))
                     .all(|(w, (i, b))| w.load(Ordering::Relaxed) == key.words[usize::from(*i)] & b)
             }) && {
-                hit = seg.arena.get(at).and_then(Option::as_ref);
+                hit = seg.entry(at);
                 hit.is_some()
             }
         })?;
@@ -1487,18 +1493,15 @@ impl<T> Subtable<T> {
             return 0;
         };
         let n = self.mask.idx.len();
-        let slot = seg.arena.get(at);
         if n <= N_INLINE {
             prefetch(c);
-            if let Some(slot) = slot {
+            if let Some(slot) = seg.arena.get(at) {
                 prefetch(slot);
             }
             return 0;
         }
         self.wide.word(c.slot() as usize * n)
-            ^ slot
-                .and_then(Option::as_ref)
-                .map_or(0, |e| Arc::as_ptr(&e.head) as u64)
+            ^ seg.entry(at).map_or(0, |e| Arc::as_ptr(&e.head) as u64)
     }
 
     /// The hash of `key`'s words under this subtable's mask, as [`Subtable::hash_key`], with
