@@ -1070,8 +1070,15 @@ struct JumpFill {
 }
 
 impl JumpFill {
-    /// For `live` nodes over a field of `width` bits whose root has prefix `bits`/`len`.
-    fn for_root(bits: u128, len: u8, live: usize, width: u8) -> Option<JumpFill> {
+    /// For the `live` nodes of the trie in `view` (as it is before a re-layout, or as a
+    /// rebuild made it), over a field of `width` bits: sized by its root's prefix; `None` for
+    /// an empty trie or one too small for a table.
+    fn for_trie(view: &TrieView, live: usize, width: u8) -> Option<JumpFill> {
+        let root = view.root();
+        if root == NIL {
+            return None;
+        }
+        let (bits, len, _) = view.node(root);
         let (j, at) = Jump::sized(bits, len, live, width)?;
         Some(JumpFill {
             j,
@@ -1779,9 +1786,7 @@ impl Trie {
         let live = self.n_live;
         let len = array_len(live, extra);
         let root = self.view.root();
-        let mut fill = (root != NIL)
-            .then(|| self.view.node(root))
-            .and_then(|(bits, l, _)| JumpFill::for_root(bits, l, live, self.width));
+        let mut fill = JumpFill::for_trie(&self.view, live, self.width);
         let each = |i: usize, p: &Parts| {
             if let Some(f) = fill.as_mut() {
                 f.add(i, p);
@@ -1840,26 +1845,22 @@ impl Trie {
                 arr: arr.clone(),
                 jump: Arc::default(),
             };
-            let root = view.root();
-            (root != NIL)
-                .then(|| view.node(root))
-                .and_then(|(bits, l, _)| JumpFill::for_root(bits, l, live, self.width))
-                .map_or_else(Jump::default, |mut f| {
-                    // Pre-order is array order: one sequential pass.
-                    for (i, &count) in (1u32..).zip(&counts[1..=live]) {
-                        let (bits, len, _) = view.node(i);
-                        f.add(
-                            i as usize,
-                            &Parts {
-                                bits,
-                                len,
-                                count,
-                                child: [NIL; 2],
-                            },
-                        );
-                    }
-                    f.finish()
-                })
+            JumpFill::for_trie(&view, live, self.width).map_or_else(Jump::default, |mut f| {
+                // Pre-order is array order: one sequential pass.
+                for (i, &count) in (1u32..).zip(&counts[1..=live]) {
+                    let (bits, len, _) = view.node(i);
+                    f.add(
+                        i as usize,
+                        &Parts {
+                            bits,
+                            len,
+                            count,
+                            child: [NIL; 2],
+                        },
+                    );
+                }
+                f.finish()
+            })
         };
         self.take(arr, counts, live, jump);
     }
