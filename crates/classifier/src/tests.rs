@@ -633,6 +633,51 @@ fn a_bad_operation_late_in_a_batch_changes_nothing() {
     assert!(cls.reader().lookup(&v4_packet(0x0b00_2701), None).is_some());
 }
 
+/// A batch's matches are checked group by group as it is applied; a bad match still is the
+/// batch's error when an operation before it fails to apply (as if every match had been
+/// checked first, as `naive` does), and the table is as before.
+#[test]
+fn a_bad_match_after_a_failing_operation_is_the_batch_error() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a00_0000, 8), 5, 0, 1).unwrap();
+    let mut b = Batch::new();
+    b.insert(v4_match(0x0b00_0000, 24), 7, 0, 0);
+    // Not there: fails when applied, in the first group.
+    b.remove(v4_match(0x0c00_0000, 24), 7);
+    for i in 2..100u32 {
+        if i == 70 {
+            let mut m = Match::catch_all();
+            m.set_exact(fields::TP_DST, 80);
+            b.insert(m, 1, 0, i);
+        } else {
+            b.insert(v4_match(0x0b00_0000 | i << 8, 24), 7, 0, i);
+        }
+    }
+    let mut reference = Naive::new();
+    let mut first = Batch::new();
+    first.insert(v4_match(0x0a00_0000, 8), 5, 0, 1);
+    reference.commit(&first).unwrap();
+    let want = reference.commit(&b).unwrap_err();
+    let err = cls.commit(b).unwrap_err();
+    assert!(
+        matches!(&err, Error::InBatch { index: 70, source } if matches!(**source, Error::Prerequisite(_))),
+        "{err}"
+    );
+    assert_eq!(err, want);
+    assert_eq!(cls.len(), 1);
+    assert!(cls.reader().lookup(&v4_packet(0x0b00_0001), None).is_none());
+    // Without the bad match, the missing rule is the error.
+    let mut b = Batch::new();
+    b.insert(v4_match(0x0b00_0000, 24), 7, 0, 0);
+    b.remove(v4_match(0x0c00_0000, 24), 7);
+    let err = cls.commit(b).unwrap_err();
+    assert!(
+        matches!(&err, Error::InBatch { index: 1, source } if matches!(**source, Error::NotFound { priority: 7 })),
+        "{err}"
+    );
+    assert_eq!(cls.len(), 1);
+}
+
 #[test]
 fn insert_missing_prerequisites_fails_and_changes_nothing() {
     let mut cls: Classifier<u32> = Classifier::new();

@@ -470,34 +470,35 @@ impl<T> Classifier<T> {
     /// a reader does for one lookup (or one short [`Snapshot`]).
     pub fn commit(&mut self, batch: Batch<T>) -> Result<Vec<Arc<Rule<T>>>, Error> {
         let alone = batch.ops.len() == 1;
-        // The interned masks of the current group's operations, found for the prefetches
-        // and then used to apply them (one search each).
-        let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
-        if let (true, Some(m)) = (alone, batch.ops.first().and_then(Op::rule_match)) {
-            masks[0] = self.touch_alone(m);
-        } else {
-            self.warm_replay();
+        if alone {
+            return self.commit_alone(batch);
         }
-        for (index, op) in batch.ops.iter().enumerate() {
-            let Some(m) = op.rule_match() else {
-                continue;
-            };
-            self.validate(m).map_err(|e| e.at(index))?;
-        }
+        self.warm_replay();
         self.sync_spare();
         let mut ops = batch.ops;
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(ops.len());
         let mut out = Vec::with_capacity(ops.len());
+        let mut masks: [Option<Arc<Mask>>; TOUCH_GROUP] = Default::default();
         for index in 0..ops.len() {
-            if index % TOUCH_GROUP == 0 && ops.len() > 1 {
-                let group = &ops[index..ops.len().min(index + TOUCH_GROUP)];
-                self.touch_ops(group, &mut masks);
+            if index % TOUCH_GROUP == 0 {
+                let end = ops.len().min(index + TOUCH_GROUP);
+                if let Err((at, e)) = self.touch_ops(&ops[index..end], &mut masks) {
+                    self.roll_back(&applied);
+                    return Err(e.at(index + at));
+                }
             }
             // `Clear` in its place: a placeholder that owns nothing.
             let op = std::mem::replace(&mut ops[index], Op::Clear);
             let mask = masks[index % TOUCH_GROUP].take();
-            if let Err(e) = self.apply_op(op, mask, alone, &mut applied, Some(&mut out)) {
+            if let Err(e) = self.apply_op(op, mask, false, &mut applied, Some(&mut out)) {
                 self.roll_back(&applied);
+                // A later operation's bad match is the batch's error, as if every match had
+                // been checked first.
+                for (later, op) in ops.iter().enumerate().skip(index + 1) {
+                    if let Some(m) = op.rule_match() {
+                        self.validate(m).map_err(|e| e.at(later))?;
+                    }
+                }
                 return Err(e.at(index));
             }
         }
@@ -505,21 +506,55 @@ impl<T> Classifier<T> {
         Ok(out)
     }
 
-    /// Prefetches what applying `ops` (at most [`TOUCH_GROUP`]) will read first in the
-    /// spare's subtables ([`RuleSet::touch_writes`]), for those whose masks are interned
-    /// already, and leaves those masks in `masks` (by position) for their application. A batch
-    /// of more than one calls it for each group of operations before applying them (a single
-    /// operation has [`Classifier::touch_alone`]): at 256K rules each operation misses the
-    /// cache on its home cell, its arena slot and a stage index, and one operation's misses
-    /// wait on nothing of another's, so asked for together they overlap.
-    fn touch_ops(&mut self, ops: &[Op<T>], masks: &mut [Option<Arc<Mask>>]) {
-        for (slot, op) in masks.iter_mut().zip(ops) {
-            *slot = op.rule_match().and_then(|m| self.interned(m.mask()));
+    /// [`Classifier::commit`] of a batch of one operation.
+    fn commit_alone(&mut self, batch: Batch<T>) -> Result<Vec<Arc<Rule<T>>>, Error> {
+        let mut mask = None;
+        if let Some(m) = batch.ops.first().and_then(Op::rule_match) {
+            mask = self.touch_alone(m);
+            self.validate(m).map_err(|e| e.at(0))?;
+        } else {
+            self.warm_replay();
+        }
+        self.sync_spare();
+        let mut applied: Vec<Prim<T>> = Vec::with_capacity(1);
+        let mut out = Vec::with_capacity(1);
+        for op in batch.ops {
+            if let Err(e) = self.apply_op(op, mask.take(), true, &mut applied, Some(&mut out)) {
+                self.roll_back(&applied);
+                return Err(e.at(0));
+            }
+        }
+        self.publish();
+        Ok(out)
+    }
+
+    /// Checks the matches of `ops` (at most [`TOUCH_GROUP`]) and prefetches what applying them
+    /// will read first in the spare's subtables ([`RuleSet::touch_writes`]), for those whose
+    /// masks are interned already, leaving those masks in `masks` (by position) for their
+    /// application. A batch of more than one calls it for each group of operations before
+    /// applying them (a single operation has [`Classifier::touch_alone`]): at 256K rules each
+    /// operation misses the cache on its home cell, its arena slot and a stage index, and one
+    /// operation's misses wait on nothing of another's, so asked for together they overlap.
+    /// The checks are made here rather than in a pass over the whole batch first, which read
+    /// every operation's 720-byte match from memory once more (a large batch is out of the
+    /// caches by the end of such a pass). Returns the position in `ops` and the error of the
+    /// first bad match; the caller undoes what the batch applied.
+    fn touch_ops(
+        &mut self,
+        ops: &[Op<T>],
+        masks: &mut [Option<Arc<Mask>>],
+    ) -> Result<(), (usize, Error)> {
+        for (at, (slot, op)) in masks.iter_mut().zip(ops).enumerate() {
+            if let Some(m) = op.rule_match() {
+                self.validate(m).map_err(|e| (at, e))?;
+                *slot = self.interned(m.mask());
+            }
         }
         let rules = masks.iter().zip(ops).filter_map(|(mask, op)| {
             Some((mask.as_ref()?, WriteKey::Match(op.rule_match()?.value())))
         });
-        self.spare.touch_writes(rules)
+        self.spare.touch_writes(rules);
+        Ok(())
     }
 
     /// For a commit of the one operation on `m`: prefetches what applying it reads first in
