@@ -411,7 +411,7 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
     let max_gap = points.iter().map(|p| p.max_gap).fold(0.0, f64::max);
     println!(
         "batch    set={set:<5} into={:<7} rules={n_batch:<7} via={} writer-cpus={} reader-cpu={} \
-         commit={:.3}s (cpu {:.3}s) replay-at-next-commit={:.3}s (cpu {:.3}s) \
+         commit={:.3}s (cpu {:.3}s; min {:.3}s max {:.3}s) replay-at-next-commit={:.3}s (cpu {:.3}s) \
          reader lookups/s before={} during-commit={} during-replay={} \
          reader max gap median={:.0}us max={:.0}us",
         base.len(),
@@ -425,6 +425,8 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
             .map_or_else(|| "same".to_string(), |c| c.to_string()),
         med(|p| p.commit),
         med(|p| p.commit_cpu),
+        points.iter().map(|p| p.commit).fold(f64::INFINITY, f64::min),
+        points.iter().map(|p| p.commit).fold(0.0, f64::max),
         med(|p| p.replay),
         med(|p| p.replay_cpu),
         mega(med(|p| p.before)),
