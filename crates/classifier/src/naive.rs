@@ -74,7 +74,8 @@ impl<T: Clone> Naive<T> {
 
     /// Applies `batch` atomically, with the same errors as [`crate::Classifier::commit`].
     pub fn commit(&mut self, batch: &Batch<T>) -> Result<(), Error> {
-        for (i, op) in batch.ops.iter().enumerate() {
+        let ops = batch.ops();
+        for (i, op) in ops.iter().enumerate() {
             match op {
                 Op::Insert { rule_match, .. }
                 | Op::Modify { rule_match, .. }
@@ -84,7 +85,7 @@ impl<T: Clone> Naive<T> {
         }
         let mut rules = self.rules.clone();
         let mut next_seq = self.next_seq;
-        for (i, op) in batch.ops.iter().enumerate() {
+        for (i, op) in ops.iter().enumerate() {
             match op {
                 Op::Insert {
                     rule_match,

@@ -72,6 +72,17 @@ pub(crate) struct Mask {
     valid_prereqs: [AtomicU64; 4],
 }
 
+/// The key words mask `key` constrains, stage by stage (a [`Mask`]'s `idx`, the order of a
+/// rule's value words).
+pub(crate) fn value_idx(key: &FlowKey) -> Box<[u8]> {
+    STAGES
+        .iter()
+        .flat_map(|stage| stage.start..stage.end)
+        .filter(|w| key.words[*w] != 0)
+        .map(|w| u8::try_from(w).expect("KEY_WORDS fits in u8"))
+        .collect()
+}
+
 impl Mask {
     /// Compiles `key` for the configured prefix fields.
     pub(crate) fn compile(key: &FlowKey, prefixes: &[crate::PrefixField]) -> Mask {
@@ -79,6 +90,7 @@ impl Mask {
         let mut bits = Vec::new();
         let mut stage_ends = Vec::new();
         let mut stage_ids = Vec::new();
+        // The order of `value_idx`.
         for (s, stage) in STAGES.iter().enumerate() {
             let before = idx.len();
             for w in stage.start..stage.end {
@@ -169,7 +181,7 @@ pub(crate) fn prefix_len(mask: &FlowKey, f: KeyField) -> Option<u8> {
 const N_VALUES_INLINE: usize = 10;
 
 /// A rule's masked value words, inline when there are at most [`N_VALUES_INLINE`].
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) enum Values {
     Inline(u8, [u64; N_VALUES_INLINE]),
     Heap(Box<[u64]>),
@@ -177,23 +189,25 @@ pub(crate) enum Values {
 
 impl Values {
     pub(crate) fn new(value: &FlowKey, mask: &Mask) -> Values {
-        if mask.idx.len() <= N_VALUES_INLINE {
+        Values::gather(value, &mask.idx)
+    }
+
+    /// The words of `value` at `idx` (a mask's [`value_idx`]).
+    pub(crate) fn gather(value: &FlowKey, idx: &[u8]) -> Values {
+        if idx.len() <= N_VALUES_INLINE {
             let mut a = [0u64; N_VALUES_INLINE];
-            for (o, i) in a.iter_mut().zip(mask.idx.iter()) {
+            for (o, i) in a.iter_mut().zip(idx) {
                 *o = value.words[usize::from(*i)];
             }
-            Values::Inline(
-                u8::try_from(mask.idx.len()).expect("at most N_VALUES_INLINE"),
-                a,
-            )
+            Values::Inline(u8::try_from(idx.len()).expect("at most N_VALUES_INLINE"), a)
         } else {
-            Values::Heap(
-                mask.idx
-                    .iter()
-                    .map(|i| value.words[usize::from(*i)])
-                    .collect(),
-            )
+            Values::Heap(idx.iter().map(|i| value.words[usize::from(*i)]).collect())
         }
+    }
+
+    /// No words.
+    pub(crate) fn none() -> Values {
+        Values::Inline(0, [0; N_VALUES_INLINE])
     }
 
     #[inline]

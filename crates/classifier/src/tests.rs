@@ -357,6 +357,66 @@ proptest! {
 
 /// Random interleavings of insert, replace, modify, remove and clear, in batches, some of
 /// which fail (and must then change nothing); with `few_masks`, over two masks only.
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// A batch keeps each operation's match as its mask's position and its value words (see
+    /// [`Batch`]): the operations it gives back are those pushed, with matches of up to ten
+    /// words and wider, and the rules a commit makes have the matches pushed.
+    #[test]
+    fn a_batch_keeps_its_operations(seed: u64, n in 0usize..80) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut b: Batch<u64> = Batch::new();
+        let mut pushed = Vec::new();
+        let mut inserted = Vec::new();
+        for i in 0..n as u64 {
+            let mut m = rand_match(&mut rng);
+            if rng.gen_bool(0.2) {
+                // Key words past the ten a rule keeps inline.
+                m = Match::catch_all();
+                for f in [
+                    fields::METADATA,
+                    fields::TUN_ID,
+                    fields::IN_PORT,
+                    fields::REGS[0],
+                    fields::REGS[3],
+                    fields::REGS[5],
+                    fields::REGS[7],
+                ] {
+                    m.set_exact(f, u128::from(rng.gen::<u8>()));
+                }
+                m.set_exact(fields::DL_TYPE, 0x86dd);
+                m.set_exact(fields::IPV6_SRC, rng.gen());
+                m.set_exact(fields::IPV6_DST, rng.gen());
+            }
+            let p = rng.gen_range(0..4);
+            let op = match rng.gen_range(0..10) {
+                0 => Op::Clear,
+                1 => Op::Remove { rule_match: m, priority: p },
+                2 => Op::Modify { rule_match: m, priority: p, payload: i },
+                _ => {
+                    inserted.push((m, p));
+                    Op::Insert { rule_match: m, priority: p, cookie: i, payload: i }
+                }
+            };
+            pushed.push(format!("{op:?}"));
+            b.push(op);
+        }
+        prop_assert_eq!(b.len(), n);
+        let back: Vec<String> = b.ops().iter().map(|op| format!("{op:?}")).collect();
+        prop_assert_eq!(back, pushed);
+        let mut only_inserts = Batch::new();
+        for (i, (m, p)) in inserted.iter().enumerate() {
+            only_inserts.insert(*m, *p, 0, i as u64);
+        }
+        let mut cls: Classifier<u64> = Classifier::new();
+        let rules = cls.commit(only_inserts).unwrap();
+        for ((m, p), r) in inserted.iter().zip(&rules) {
+            prop_assert_eq!(r.match_(), *m);
+            prop_assert_eq!(r.priority(), *p);
+        }
+    }
+}
+
 fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
     check_interleaved_as(seed, n_batches, few_masks, false);
 }
@@ -417,7 +477,7 @@ fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via_ops: b
             };
         }
         let want = naive.commit(&b);
-        let got = if via_ops && !b.ops.iter().any(|op| matches!(op, Op::Clear)) {
+        let got = if via_ops && !b.ops().iter().any(|op| matches!(op, Op::Clear)) {
             commit_via_ops(&mut cls, b)
         } else {
             cls.commit(b).map(|_| ())
@@ -434,10 +494,10 @@ fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via_ops: b
 /// Commits `b`'s operations through [`Classifier::commit_with`]: each accepted until the
 /// first failure, none after it.
 fn commit_via_ops(cls: &mut Classifier<u64>, b: Batch<u64>) -> Result<(), Error> {
-    let n = b.ops.len();
+    let n = b.len();
     let mut accepted = Vec::new();
     let r = cls.commit_with(|ops| {
-        for op in b.ops {
+        for op in b.ops() {
             accepted.push(match op {
                 Op::Insert {
                     rule_match,
