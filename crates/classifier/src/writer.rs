@@ -110,6 +110,16 @@ enum What<T> {
 /// No mask (see [`Batch`]).
 const NO_MASK: u32 = u32::MAX;
 
+/// The batch masks and prerequisite bits of the last matches a commit checked (a TCP and a UDP
+/// 5-tuple differ in their bits), and the slot the next one takes.
+struct Checked([(u32, u32); 4], usize);
+
+impl Default for Checked {
+    fn default() -> Self {
+        Checked([(NO_MASK, 0); 4], 0)
+    }
+}
+
 impl<T> Default for Batch<T> {
     fn default() -> Self {
         Batch {
@@ -605,8 +615,8 @@ impl<T> Classifier<T> {
         let n = ops.len();
         // Each of the batch's masks interned, once found.
         let mut found: Vec<Option<Arc<Mask>>> = vec![None; masks.len()];
-        // The mask and prerequisite bits of the last match checked.
-        let mut checked = (NO_MASK, 0);
+        // The masks and prerequisite bits of the last matches checked.
+        let mut checked = Checked::default();
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(n);
         let mut out = Vec::with_capacity(n);
         let mut group: Vec<BatchOp<T>> = Vec::with_capacity(TOUCH_GROUP);
@@ -681,8 +691,8 @@ impl<T> Classifier<T> {
     /// operations before applying them (a single operation has [`Classifier::touch_one`]): at
     /// 256K rules each operation misses the cache on its home cell, its arena slot and a stage
     /// index, and one operation's misses wait on nothing of another's, so asked for together
-    /// they overlap. A match is checked when its mask or prerequisite bits differ from those
-    /// of the last one checked (`checked`): the check depends on nothing else. Returns the
+    /// they overlap. A match is checked unless its mask and prerequisite bits are those of one
+    /// of the last few checked (`checked`): the check depends on nothing else. Returns the
     /// position in `ops` and the error of the first bad match; the caller undoes what the
     /// batch applied.
     fn touch_ops(
@@ -690,16 +700,17 @@ impl<T> Classifier<T> {
         ops: &[BatchOp<T>],
         masks: &[BatchMask],
         found: &mut [Option<Arc<Mask>>],
-        checked: &mut (u32, u32),
+        checked: &mut Checked,
     ) -> Result<(), (usize, Error)> {
         let mut looked = NO_MASK;
         for (at, op) in ops.iter().enumerate() {
             if matches!(op.what, What::Clear) {
                 continue;
             }
-            if (op.mask, op.prereqs) != *checked {
+            if !checked.0.contains(&(op.mask, op.prereqs)) {
                 self.validate(&rule_match(masks, op)).map_err(|e| (at, e))?;
-                *checked = (op.mask, op.prereqs);
+                checked.0[checked.1] = (op.mask, op.prereqs);
+                checked.1 = (checked.1 + 1) % checked.0.len();
             }
             let f = &mut found[op.mask as usize];
             // A mask not interned yet (its subtable is new in this batch) is looked for once a
