@@ -87,12 +87,13 @@
 //! versions of the rule set exist; readers look up in the published one without locks. A
 //! [`Batch`] is applied to the other one, then published by a pointer swap: a reader sees
 //! all of a batch or none of it. A batch keeps each operation's match as a rule does, its
-//! mask's position among the batch's distinct masks and its value words (about 120 bytes an
-//! operation, against a [`Match`](openflow::Match)'s 720), and its commit checks the matches
-//! group by group as it applies them (a bad match is the batch's error even after an
-//! operation that failed to apply, as if every match had been checked first). Before the next
-//! commit the writer waits until no reader still uses the old version (at most one lookup or
-//! [`Snapshot`]) and replays the batch on it. [`Classifier::commit_with`] commits the same way from
+//! mask's position among the batch's distinct masks and its value words (128 bytes an
+//! operation, against 744 for an [`Op`] with its 720-byte [`Match`](openflow::Match)), and
+//! its commit checks the matches group by group as it applies them (a bad match is the
+//! batch's error even after an operation that failed to apply, as if every match had been
+//! checked first). Before the next commit the writer waits until no reader still uses the
+//! old version (at most one lookup or [`Snapshot`]) and replays the batch on it.
+//! [`Classifier::commit_with`] commits the same way from
 //! operations given one at a time (no [`Batch`] is built; a writer that keeps the rules' matches in
 //! their payloads passes them by reference). Rules are shared by both versions (`Arc<Rule<T>>`),
 //! and so are the large arrays: each subtable's cells, stage indices and wide values are written
