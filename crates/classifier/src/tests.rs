@@ -59,6 +59,15 @@ fn rand_v6(rng: &mut SmallRng) -> u128 {
     }
 }
 
+/// Fields in five key words of their own, outside a 5-tuple's (for matches wider than most).
+const MORE_WORDS: [KeyField; 5] = [
+    fields::METADATA,
+    fields::TUN_ID,
+    fields::IN_PORT,
+    fields::REGS[0],
+    fields::REGS[3],
+];
+
 /// A random match that satisfies OpenFlow prerequisites.
 fn rand_match(rng: &mut SmallRng) -> Match {
     let mut m = Match::catch_all();
@@ -355,8 +364,6 @@ proptest! {
     }
 }
 
-/// Random interleavings of insert, replace, modify, remove and clear, in batches, some of
-/// which fail (and must then change nothing); with `few_masks`, over two masks only.
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     /// A batch keeps each operation's match as its mask's position and its value words (see
@@ -373,15 +380,7 @@ proptest! {
             if rng.gen_bool(0.2) {
                 // Key words past the ten a rule keeps inline.
                 m = Match::catch_all();
-                for f in [
-                    fields::METADATA,
-                    fields::TUN_ID,
-                    fields::IN_PORT,
-                    fields::REGS[0],
-                    fields::REGS[3],
-                    fields::REGS[5],
-                    fields::REGS[7],
-                ] {
+                for f in MORE_WORDS.into_iter().chain([fields::REGS[5], fields::REGS[7]]) {
                     m.set_exact(f, u128::from(rng.gen::<u8>()));
                 }
                 m.set_exact(fields::DL_TYPE, 0x86dd);
@@ -417,6 +416,8 @@ proptest! {
     }
 }
 
+/// Random interleavings of insert, replace, modify, remove and clear, in batches, some of
+/// which fail (and must then change nothing); with `few_masks`, over two masks only.
 fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
     check_interleaved_as(seed, n_batches, few_masks, false);
 }
@@ -658,13 +659,11 @@ fn insert_mask_outside_fields_fails_and_changes_nothing() {
 /// it, the table is as it was, in both versions, and the next batch commits. (Checking each
 /// group just before it is applied, rolling back the groups before a bad one, was tried in
 /// run 23 and measured no faster than checking the whole batch first.)
-#[test]
-fn a_bad_operation_late_in_a_batch_changes_nothing() {
-    let mut cls: Classifier<u32> = Classifier::new();
-    cls.insert(v4_match(0x0a00_0000, 8), 5, 0, 1).unwrap();
-    let mut b = Batch::new();
-    for i in 0..100u32 {
-        if i == 70 {
+/// Appends inserts of `/24`s for positions `from` to 99 of a batch, the one at `bad` a match of
+/// `tp_dst` without its prerequisites.
+fn push_inserts_with_a_bad_match(b: &mut Batch<u32>, from: u32, bad: u32) {
+    for i in from..100u32 {
+        if i == bad {
             let mut m = Match::catch_all();
             m.set_exact(fields::TP_DST, 80);
             b.insert(m, 1, 0, i);
@@ -672,6 +671,14 @@ fn a_bad_operation_late_in_a_batch_changes_nothing() {
             b.insert(v4_match(0x0b00_0000 | i << 8, 24), 7, 0, i);
         }
     }
+}
+
+#[test]
+fn a_bad_operation_late_in_a_batch_changes_nothing() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a00_0000, 8), 5, 0, 1).unwrap();
+    let mut b = Batch::new();
+    push_inserts_with_a_bad_match(&mut b, 0, 70);
     let err = cls.commit(b).unwrap_err();
     assert!(
         matches!(&err, Error::InBatch { index: 70, source } if matches!(**source, Error::Prerequisite(_))),
@@ -704,15 +711,7 @@ fn a_bad_match_after_a_failing_operation_is_the_batch_error() {
     b.insert(v4_match(0x0b00_0000, 24), 7, 0, 0);
     // Not there: fails when applied, in the first group.
     b.remove(v4_match(0x0c00_0000, 24), 7);
-    for i in 2..100u32 {
-        if i == 70 {
-            let mut m = Match::catch_all();
-            m.set_exact(fields::TP_DST, 80);
-            b.insert(m, 1, 0, i);
-        } else {
-            b.insert(v4_match(0x0b00_0000 | i << 8, 24), 7, 0, i);
-        }
-    }
+    push_inserts_with_a_bad_match(&mut b, 2, 70);
     let mut reference = Naive::new();
     let mut first = Batch::new();
     first.insert(v4_match(0x0a00_0000, 8), 5, 0, 1);
@@ -985,13 +984,7 @@ fn check_buried_or_reused_cells(wide: bool) {
         let mut m = v4_match(a, 32);
         if wide {
             // Fields in five more key words (zero in the packets, so still matching).
-            for f in [
-                fields::METADATA,
-                fields::TUN_ID,
-                fields::IN_PORT,
-                fields::REGS[0],
-                fields::REGS[3],
-            ] {
+            for f in MORE_WORDS {
                 m.set_exact(f, 0);
             }
         }

@@ -1034,16 +1034,33 @@ impl<T> Classifier<T> {
                 Prim::Remove(self.find_existing(&mask, &values, priority)?)
             }
             Op::Clear => {
-                let spare = self.spare_mut();
-                let all: Vec<Arc<Rule<T>>> = spare.rules().cloned().collect();
-                for r in all {
-                    let p = Prim::Remove(r);
-                    spare.apply(&p);
-                    applied.push(p);
-                }
+                self.clear_spare(applied);
                 return Ok(());
             }
         };
+        self.apply_prim(prim, applied, out);
+        Ok(())
+    }
+
+    /// Removes every rule from the spare ([`Op::Clear`]), each removal added to `applied`.
+    fn clear_spare(&mut self, applied: &mut Vec<Prim<T>>) {
+        let spare = self.spare_mut();
+        let all: Vec<Arc<Rule<T>>> = spare.rules().cloned().collect();
+        for r in all {
+            let p = Prim::Remove(r);
+            spare.apply(&p);
+            applied.push(p);
+        }
+    }
+
+    /// Applies `prim` to the spare and adds it to `applied`, and its rule (the new one of a
+    /// replacement) to `out`.
+    fn apply_prim(
+        &mut self,
+        prim: Prim<T>,
+        applied: &mut Vec<Prim<T>>,
+        out: Option<&mut Vec<Arc<Rule<T>>>>,
+    ) {
         self.spare_mut().apply(&prim);
         if let Some(out) = out {
             out.push(match &prim {
@@ -1052,7 +1069,6 @@ impl<T> Classifier<T> {
             });
         }
         applied.push(prim);
-        Ok(())
     }
 
     /// Applies the batch operation `op` (of a batch whose masks are `masks`, those interned
@@ -1098,22 +1114,11 @@ impl<T> Classifier<T> {
                 Prim::Remove(self.find_existing(&mask, &values, priority)?)
             }
             _ => {
-                let spare = self.spare_mut();
-                let all: Vec<Arc<Rule<T>>> = spare.rules().cloned().collect();
-                for r in all {
-                    let p = Prim::Remove(r);
-                    spare.apply(&p);
-                    applied.push(p);
-                }
+                self.clear_spare(applied);
                 return Ok(());
             }
         };
-        self.spare_mut().apply(&prim);
-        out.push(match &prim {
-            Prim::Insert(r) | Prim::Remove(r) => r.clone(),
-            Prim::Replace { new, .. } => new.clone(),
-        });
-        applied.push(prim);
+        self.apply_prim(prim, applied, Some(out));
         Ok(())
     }
 
