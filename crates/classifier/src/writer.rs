@@ -619,26 +619,24 @@ impl<T> Classifier<T> {
         let mut checked = Checked::default();
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(n);
         let mut out = Vec::with_capacity(n);
-        let mut group: Vec<BatchOp<T>> = Vec::with_capacity(TOUCH_GROUP);
+        // Each group is checked and prefetched where it lies (`as_slice`), then its operations
+        // are moved out one by one: copying each group out first was 2% of a large batch.
         let mut rest = ops.into_iter();
         let mut index = 0;
-        loop {
-            group.extend(rest.by_ref().take(TOUCH_GROUP));
-            if group.is_empty() {
-                break;
-            }
-            if let Err((at, e)) = self.touch_ops(&group, &masks, &mut found, &mut checked) {
+        while !rest.as_slice().is_empty() {
+            let group = &rest.as_slice()[..rest.len().min(TOUCH_GROUP)];
+            let n = group.len();
+            if let Err((at, e)) = self.touch_ops(group, &masks, &mut found, &mut checked) {
                 self.roll_back(&applied);
                 return Err(e.at(index + at));
             }
-            let mut ops = group.drain(..);
-            for op in ops.by_ref() {
+            for op in rest.by_ref().take(n) {
                 let r = self.apply_batch_op(op, &masks, &mut found, false, &mut applied, &mut out);
                 if let Err(e) = r {
                     self.roll_back(&applied);
                     // A later operation's bad match is the batch's error, as if every match
                     // had been checked first.
-                    for (later, op) in ops.chain(rest).enumerate() {
+                    for (later, op) in rest.enumerate() {
                         if !matches!(op.what, What::Clear) {
                             let m = rule_match(&masks, &op);
                             self.validate(&m).map_err(|e| e.at(index + 1 + later))?;
