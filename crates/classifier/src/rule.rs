@@ -86,21 +86,20 @@ pub(crate) fn value_idx(key: &FlowKey) -> Box<[u8]> {
 impl Mask {
     /// Compiles `key` for the configured prefix fields.
     pub(crate) fn compile(key: &FlowKey, prefixes: &[crate::PrefixField]) -> Mask {
-        let mut idx = Vec::new();
-        let mut bits = Vec::new();
+        let idx = value_idx(key);
+        let bits = idx.iter().map(|w| key.words[usize::from(*w)]).collect();
+        // `idx` goes stage by stage: each stage's words are the next run of it.
         let mut stage_ends = Vec::new();
         let mut stage_ids = Vec::new();
-        // The order of `value_idx`.
+        let mut end = 0;
         for (s, stage) in STAGES.iter().enumerate() {
-            let before = idx.len();
-            for w in stage.start..stage.end {
-                if key.words[w] != 0 {
-                    idx.push(u8::try_from(w).expect("KEY_WORDS fits in u8"));
-                    bits.push(key.words[w]);
-                }
-            }
-            if idx.len() > before {
-                stage_ends.push(u8::try_from(idx.len()).expect("KEY_WORDS fits in u8"));
+            let n = idx[end..]
+                .iter()
+                .take_while(|w| (stage.start..stage.end).contains(&usize::from(**w)))
+                .count();
+            end += n;
+            if n > 0 {
+                stage_ends.push(u8::try_from(end).expect("KEY_WORDS fits in u8"));
                 stage_ids.push(u8::try_from(s).expect("four stages"));
             }
         }
@@ -114,8 +113,8 @@ impl Mask {
         }
         Mask {
             key: *key,
-            idx: idx.into(),
-            bits: bits.into(),
+            idx,
+            bits,
             stage_ends: stage_ends.into(),
             stage_ids: stage_ids.into(),
             trie_plens,

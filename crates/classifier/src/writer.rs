@@ -236,11 +236,6 @@ impl<T> Batch<T> {
         k
     }
 
-    /// The match of `op` (not a clear).
-    fn rule_match(&self, op: &BatchOp<T>) -> Match {
-        rule_match(&self.masks, op)
-    }
-
     /// The operations, as [`Op`]s.
     pub fn ops(&self) -> Vec<Op<T>>
     where
@@ -249,27 +244,24 @@ impl<T> Batch<T> {
         self.ops
             .iter()
             .map(|op| {
-                if matches!(op.what, What::Clear) {
-                    // It has no match.
-                    return Op::Clear;
-                }
-                let (rule_match, priority) = (self.rule_match(op), op.priority);
+                let (m, priority) = (|| rule_match(&self.masks, op), op.priority);
                 match &op.what {
                     What::Insert { cookie, payload } => Op::Insert {
-                        rule_match,
+                        rule_match: m(),
                         priority,
                         cookie: *cookie,
                         payload: payload.clone(),
                     },
                     What::Modify { payload } => Op::Modify {
-                        rule_match,
+                        rule_match: m(),
                         priority,
                         payload: payload.clone(),
                     },
-                    What::Remove | What::Clear => Op::Remove {
-                        rule_match,
+                    What::Remove => Op::Remove {
+                        rule_match: m(),
                         priority,
                     },
+                    What::Clear => Op::Clear,
                 }
             })
             .collect()
@@ -1069,6 +1061,12 @@ impl<T> Classifier<T> {
         applied.push(prim);
     }
 
+    /// The interned mask of batch mask `m`: `found`, where an earlier operation of the batch
+    /// left it, or interned now and left there.
+    fn batch_mask(&mut self, m: &BatchMask, found: &mut Option<Arc<Mask>>) -> Arc<Mask> {
+        found.get_or_insert_with(|| self.intern(&m.key)).clone()
+    }
+
     /// Applies the batch operation `op` (of a batch whose masks are `masks`, those interned
     /// so far in `found`; `alone`: the commit's only operation) to the spare.
     fn apply_batch_op(
@@ -1087,33 +1085,23 @@ impl<T> Classifier<T> {
             values,
             ..
         } = op;
-        let mask = if matches!(what, What::Clear) {
-            None
-        } else {
-            let f = &mut found[k as usize];
-            Some(match f {
-                Some(mask) => mask.clone(),
-                None => {
-                    let mask = self.intern(&masks[k as usize].key);
-                    *f = Some(mask.clone());
-                    mask
-                }
-            })
-        };
-        let prim = match (what, mask) {
-            (What::Insert { cookie, payload }, Some(mask)) => {
+        let prim = match what {
+            What::Clear => {
+                self.clear_spare(applied);
+                return Ok(());
+            }
+            What::Insert { cookie, payload } => {
+                let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
                 debug_assert_eq!(mask.idx, masks[k as usize].idx, "value words out of order");
                 self.prim_insert((mask, values), priority, cookie, payload, false, alone)
             }
-            (What::Modify { payload }, Some(mask)) => {
+            What::Modify { payload } => {
+                let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
                 self.prim_modify((mask, values), priority, payload)?
             }
-            (What::Remove, Some(mask)) => {
+            What::Remove => {
+                let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
                 Prim::Remove(self.find_existing(&mask, &values, priority)?)
-            }
-            _ => {
-                self.clear_spare(applied);
-                return Ok(());
             }
         };
         self.apply_prim(prim, applied, Some(out));
