@@ -12,7 +12,7 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{rank_priority, Mask, Rule};
-use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteKey};
+use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteHashes, WriteKey};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
@@ -504,16 +504,37 @@ impl<T> RuleSet<T> {
     }
 
     /// Finds the rule with mask `mask`, masked value words `values` and priority `priority`.
+    /// `hash`: the values' hash, if the caller made it ([`RuleSet::write_hashes`]).
     pub(crate) fn find_exact(
         &self,
         mask: &Arc<Mask>,
         values: &[u64],
         priority: u32,
+        hash: Option<u64>,
     ) -> Option<&Arc<Rule<T>>> {
         let i = self.by_mask.get(&mask_id(mask))?;
         self.subtables[*i as usize]
             .as_ref()?
-            .find_exact(values, priority, self.seed)
+            .find_exact(values, priority, self.seed, hash)
+    }
+
+    /// The hashes with which a write of a rule of mask `mask` and masked value words `values`
+    /// probes its subtable (both versions hash alike).
+    pub(crate) fn write_hashes(&self, mask: &Mask, values: &[u64]) -> WriteHashes {
+        WriteHashes::of(mask, values, self.seed)
+    }
+
+    /// Prefetches what a write with hashes `h` reads first in the subtable of `mask`, if it
+    /// exists and is too large for the caches (see [`Subtable::touch_write`]).
+    pub(crate) fn touch_hashed(&self, mask: &Arc<Mask>, h: &WriteHashes) {
+        let st = self
+            .by_mask
+            .get(&mask_id(mask))
+            .and_then(|i| self.subtables[*i as usize].as_ref())
+            .filter(|st| st.worth_touching());
+        if let Some(st) = st {
+            st.touch_write(h);
+        }
     }
 
     /// Prefetches what writing each rule of `rules` (an interned mask and a [`WriteKey`])
@@ -539,10 +560,16 @@ impl<T> RuleSet<T> {
     /// Applies one primitive. The order of subtables is brought up to date by
     /// [`RuleSet::finish_batch`].
     pub(crate) fn apply(&mut self, p: &Prim<T>) {
-        self.apply_prim(p.clone());
+        self.apply_prim(p.clone(), None);
     }
 
-    fn apply_prim(&mut self, p: Prim<T>) {
+    /// [`RuleSet::apply`] of `p`, whose rule's hashes the caller made
+    /// ([`RuleSet::write_hashes`]).
+    pub(crate) fn apply_hashed(&mut self, p: &Prim<T>, h: &WriteHashes) {
+        self.apply_prim(p.clone(), Some(h));
+    }
+
+    fn apply_prim(&mut self, p: Prim<T>, h: Option<&WriteHashes>) {
         match p {
             Prim::Insert(r) => {
                 let i = self.subtable_for(&r.mask);
@@ -552,7 +579,10 @@ impl<T> RuleSet<T> {
                     self.touched
                         .push(u32::try_from(i).expect("fewer than 4G subtables"));
                 }
-                st.insert(r, self.seed);
+                match h {
+                    Some(h) => st.insert_hashed(r, self.seed, h),
+                    None => st.insert(r, self.seed),
+                }
                 self.n_rules += 1;
             }
             Prim::Remove(r) => {

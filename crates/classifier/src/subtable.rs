@@ -330,11 +330,46 @@ pub(crate) struct WriteHashes {
     hash: u64,
 }
 
+impl WriteHashes {
+    /// The hashes of masked value words `values` (a rule's, of mask `mask`) in any subtable
+    /// of that mask: the writer of a single rule makes them once for the prefetch, the search
+    /// for the rule and its insertion.
+    pub(crate) fn of(mask: &Mask, values: &[u64], seed: u64) -> WriteHashes {
+        let mut partial = Partial::default();
+        let hash = hashes_in(mask, values, seed, &mut partial);
+        WriteHashes { partial, hash }
+    }
+
+    /// The full hash.
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
 /// The hash of masked value words `values` at key words `idx` (for rehashing on growth).
 fn rehash(idx: &[u8], values: &[u64], seed: u64) -> u64 {
     let mut h = seed;
     for (i, v) in idx.iter().zip(values) {
         h = mix_at(h, *i, *v);
+    }
+    finish(h)
+}
+
+/// The partial hashes of masked value words `values` under `mask` (one per touched stage but
+/// the last) and the full one.
+fn hashes_in(m: &Mask, values: &[u64], seed: u64, partial: &mut Partial) -> u64 {
+    let mut h = seed;
+    let mut pos = 0;
+    for (j, end) in m.stage_ends.iter().enumerate() {
+        let end = usize::from(*end);
+        for (i, v) in m.idx[pos..end].iter().zip(&values[pos..end]) {
+            h = mix_at(h, *i, *v);
+        }
+        pos = end;
+        if j + 1 < m.stage_ends.len() {
+            partial.0[partial.1] = finish(h);
+            partial.1 += 1;
+        }
     }
     finish(h)
 }
@@ -970,21 +1005,7 @@ impl<T> Subtable<T> {
 
     /// The partial hashes of `values` (one per touched stage but the last) and the full one.
     fn hashes(&self, values: &[u64], seed: u64, partial: &mut Partial) -> u64 {
-        let m = &*self.mask;
-        let mut h = seed;
-        let mut pos = 0;
-        for (j, end) in m.stage_ends.iter().enumerate() {
-            let end = usize::from(*end);
-            for (i, v) in m.idx[pos..end].iter().zip(&values[pos..end]) {
-                h = mix_at(h, *i, *v);
-            }
-            pos = end;
-            if j + 1 < m.stage_ends.len() {
-                partial.0[partial.1] = finish(h);
-                partial.1 += 1;
-            }
-        }
-        finish(h)
+        hashes_in(&self.mask, values, seed, partial)
     }
 
     /// Every table here: the unsplit one (empty once split), then the segments.
@@ -1077,8 +1098,19 @@ impl<T> Subtable<T> {
     /// value's entry (or brings back the cell in this version); not found, a new cell is
     /// made, for both versions, and counted in the stage indices.
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T>>, seed: u64) {
-        let mut partial = Partial::default();
-        let hash = self.hashes(rule.values.as_slice(), seed, &mut partial);
+        let h = WriteHashes::of(&self.mask, rule.values.as_slice(), seed);
+        self.insert_hashed(rule, seed, &h);
+    }
+
+    /// [`Subtable::insert`] of a rule whose hashes the caller made
+    /// ([`WriteHashes::of`]).
+    pub(crate) fn insert_hashed(&mut self, rule: Arc<Rule<T>>, seed: u64, h: &WriteHashes) {
+        debug_assert_eq!(
+            h.hash,
+            WriteHashes::of(&self.mask, rule.values.as_slice(), seed).hash,
+            "hashes of another rule"
+        );
+        let (partial, hash) = (h.partial, h.hash);
         self.count(rule.priority, true);
         self.log.prios.push((rule.priority, true));
         self.n_rules += 1;
@@ -1356,13 +1388,15 @@ impl<T> Subtable<T> {
     }
 
     /// Finds the rule with masked value words `values` and priority `priority`.
+    /// `hash`: the values' hash, if the caller made it ([`WriteHashes::of`]).
     pub(crate) fn find_exact(
         &self,
         values: &[u64],
         priority: u32,
         seed: u64,
+        hash: Option<u64>,
     ) -> Option<&Arc<Rule<T>>> {
-        let hash = self.hashes(values, seed, &mut Partial::default());
+        let hash = hash.unwrap_or_else(|| self.hashes(values, seed, &mut Partial::default()));
         let e = self.entry(self.position(values, hash)?)?;
         std::iter::once(&e.head)
             .chain(e.rest().iter())

@@ -360,7 +360,15 @@ proptest! {
     /// the same operation, and every operation after the first failure refused.
     #[test]
     fn interleaved_ops_agree_with_naive(seed: u64, n_batches in 1usize..40, few: bool) {
-        check_interleaved_as(seed, n_batches, few, true);
+        check_interleaved_as(seed, n_batches, few, Via::Ops);
+    }
+
+    /// Operations one at a time through `insert`, `modify` and `remove` (each its own
+    /// commit, with the operation's own error): the same rules and errors. Inserting a rule
+    /// that is there replaces it in place, found by the hash the insertion made once.
+    #[test]
+    fn interleaved_single_operations_agree_with_naive(seed: u64, n in 1usize..120, few: bool) {
+        check_interleaved_as(seed, n, few, Via::Singles);
     }
 }
 
@@ -419,12 +427,24 @@ proptest! {
 /// Random interleavings of insert, replace, modify, remove and clear, in batches, some of
 /// which fail (and must then change nothing); with `few_masks`, over two masks only.
 fn check_interleaved(seed: u64, n_batches: usize, few_masks: bool) {
-    check_interleaved_as(seed, n_batches, few_masks, false);
+    check_interleaved_as(seed, n_batches, few_masks, Via::Batch);
 }
 
-/// [`check_interleaved`]; with `via_ops`, each batch without a clear is committed through
-/// [`Classifier::commit_with`] instead, operation by operation.
-fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via_ops: bool) {
+/// How [`check_interleaved_as`] commits its batches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// [`Classifier::commit`].
+    Batch,
+    /// [`Classifier::commit_with`], operation by operation (a batch with a clear through
+    /// [`Classifier::commit`]).
+    Ops,
+    /// Batches of one operation, through [`Classifier::insert`], [`Classifier::modify`] or
+    /// [`Classifier::remove`] (a clear through [`Classifier::commit`]).
+    Singles,
+}
+
+/// [`check_interleaved`], committing each batch `via` one of the ways.
+fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via: Via) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut cls = Classifier::new();
     let mut naive: Naive<u64> = Naive::new();
@@ -447,7 +467,9 @@ fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via_ops: b
         let mut b = Batch::new();
         // Some batches span several of the groups a commit loads ahead for (32 operations),
         // each group's masks found before its operations are applied.
-        let n_ops = if rng.gen_bool(0.2) {
+        let n_ops = if via == Via::Singles {
+            1
+        } else if rng.gen_bool(0.2) {
             rng.gen_range(30..90)
         } else {
             rng.gen_range(1..8)
@@ -478,10 +500,17 @@ fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via_ops: b
             };
         }
         let want = naive.commit(&b);
-        let got = if via_ops && !b.ops().iter().any(|op| matches!(op, Op::Clear)) {
-            commit_via_ops(&mut cls, b)
-        } else {
-            cls.commit(b).map(|_| ())
+        let clears = b.ops().iter().any(|op| matches!(op, Op::Clear));
+        let got = match via {
+            Via::Ops if !clears => commit_via_ops(&mut cls, b),
+            Via::Singles if !clears => {
+                // A single operation's error is its own: the batch's, without its position.
+                let want = want.clone().map_err(|e| e.cause().clone());
+                let got = commit_single(&mut cls, b);
+                assert_eq!(got, want);
+                got.map_err(|e| e.at(0))
+            }
+            _ => cls.commit(b).map(|_| ()),
         };
         assert_eq!(got, want);
         assert_eq!(cls.len(), naive.len());
@@ -489,6 +518,38 @@ fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via_ops: b
             let key = key_near(&mut rng, &pool, 0.6);
             assert_same(&cls, &naive, &key);
         }
+    }
+}
+
+/// Commits `b`'s one operation (not a clear) through [`Classifier::insert`],
+/// [`Classifier::modify`] or [`Classifier::remove`], and checks the rule each returns.
+fn commit_single(cls: &mut Classifier<u64>, b: Batch<u64>) -> Result<(), Error> {
+    let [op] = &b.ops()[..] else {
+        panic!("one operation");
+    };
+    match *op {
+        Op::Insert {
+            rule_match,
+            priority,
+            cookie,
+            payload,
+        } => cls.insert(rule_match, priority, cookie, payload).map(|r| {
+            assert_eq!((r.priority(), *r.payload()), (priority, payload));
+        }),
+        Op::Modify {
+            rule_match,
+            priority,
+            payload,
+        } => cls.modify(rule_match, priority, payload).map(|r| {
+            assert_eq!((r.priority(), *r.payload()), (priority, payload));
+        }),
+        Op::Remove {
+            rule_match,
+            priority,
+        } => cls
+            .remove(rule_match, priority)
+            .map(|r| assert_eq!(r.priority(), priority)),
+        Op::Clear => unreachable!("a clear is committed as a batch"),
     }
 }
 

@@ -19,7 +19,7 @@ use crate::rule::{
     field_value, rank, value_idx, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES,
 };
 use crate::ruleset::{prefix_of, Log, Prim, RuleSet, TOUCH_GROUP};
-use crate::subtable::WriteKey;
+use crate::subtable::{WriteHashes, WriteKey};
 use crate::trie::Trie;
 use crate::{Error, PrefixField};
 
@@ -278,6 +278,19 @@ impl<T> Batch<T> {
     }
 }
 
+/// What the writer of an insertion knows of a rule with the same match and priority
+/// ([`Classifier::prim_insert`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    /// Nothing: it is searched for.
+    Search,
+    /// Nothing, but the match's hash in its subtable ([`WriteHashes::hash`]), with which it is
+    /// searched for.
+    Hashed(u64),
+    /// There is none ([`Ops::insert_new`]): no search (debug builds check).
+    Absent,
+}
+
 /// Checks what can be checked without the table: the mask's bits and the prerequisites.
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) fn validate(m: &Match) -> Result<(), Error> {
@@ -454,7 +467,7 @@ impl<T> Classifier<T> {
         let values = Values::new(rule_match.value(), mask);
         self.shared
             .load()
-            .find_exact(mask, values.as_slice(), priority)
+            .find_exact(mask, values.as_slice(), priority, None)
             .cloned()
     }
 
@@ -507,18 +520,31 @@ impl<T> Classifier<T> {
         cookie: u64,
         payload: T,
     ) -> Result<Arc<Rule<T>>, Error> {
-        let mask = self.touch_alone(rule_match);
-        self.validate(rule_match)?;
+        let touched = self.touch_insert(rule_match);
+        self.validate_interned(rule_match, touched.as_ref().map(|t| &t.0))?;
         self.sync_spare();
         let mut applied = std::mem::take(&mut self.applied);
         debug_assert!(applied.is_empty());
-        let r = self
-            .insert_prim(rule_match, mask, priority, cookie, payload, true)
-            .map(|prim| {
-                self.spare_mut().apply(&prim);
-                applied.push(prim);
-            });
-        self.finish_one(applied, r)
+        let (mask, values, h) = match touched {
+            Some(t) => t,
+            None => {
+                let mask = self.intern(rule_match.mask());
+                let values = Values::new(rule_match.value(), &mask);
+                let h = self.spare.write_hashes(&mask, values.as_slice());
+                (mask, values, h)
+            }
+        };
+        let prim = self.prim_insert(
+            (mask, values),
+            priority,
+            cookie,
+            payload,
+            Existing::Hashed(h.hash()),
+            true,
+        );
+        self.spare_mut().apply_hashed(&prim, &h);
+        applied.push(prim);
+        self.finish_one(applied, Ok(()))
     }
 
     /// Changes one rule's payload; see [`Op::Modify`].
@@ -733,10 +759,29 @@ impl<T> Classifier<T> {
         Some(mask)
     }
 
+    /// [`Classifier::touch_alone`] for an insertion of `m`: also returns the masked value
+    /// words and their hashes, which the search for the rule and its insertion use again
+    /// (three hashings of the same words were a twentieth of a single commit's instructions).
+    fn touch_insert(&mut self, m: &Match) -> Option<(Arc<Mask>, Values, WriteHashes)> {
+        self.warm_replay();
+        let mask = self.interned(m.mask())?;
+        let values = Values::new(m.value(), &mask);
+        let h = self.spare.write_hashes(&mask, values.as_slice());
+        self.spare.touch_hashed(&mask, &h);
+        self.warm_entries(&mask, |f| m.value().get(f));
+        Some((mask, values, h))
+    }
+
     /// [`Classifier::touch_alone`] for an operation with mask `mask` on `key`, whose field
     /// values `value` gives.
     fn touch_one(&self, mask: &Arc<Mask>, key: WriteKey<'_>, value: impl Fn(KeyField) -> u128) {
         self.spare.touch_writes(std::iter::once((mask, key)));
+        self.warm_entries(mask, value);
+    }
+
+    /// Prefetches the trie jump entries an insertion or removal of a rule of mask `mask`
+    /// reads first (its field values given by `value`).
+    fn warm_entries(&self, mask: &Arc<Mask>, value: impl Fn(KeyField) -> u128) {
         for ((trie, pf), &plen) in self
             .tries
             .iter()
@@ -812,13 +857,26 @@ impl<T> Classifier<T> {
     /// recent match that passed them (the checks cost several times the comparison), and the
     /// prerequisite check when the interned mask remembers those bits.
     fn validate(&mut self, m: &Match) -> Result<(), Error> {
+        self.validate_interned(m, None)
+    }
+
+    /// [`Classifier::validate`] of `m`, whose mask the caller found interned as `mask`: no
+    /// comparison of masks when the interned one remembers `m`'s prerequisite bits (only a
+    /// match that passed both checks leaves them there).
+    fn validate_interned(&mut self, m: &Match, mask: Option<&Arc<Mask>>) -> Result<(), Error> {
         let bits = m.prereq_bits();
+        if mask.is_some_and(|k| k.prereqs_checked(bits)) {
+            return Ok(());
+        }
         if self
             .valid
             .iter()
-            .any(|(mask, b)| *b == bits && mask == m.mask())
+            .any(|(listed, b)| *b == bits && listed == m.mask())
         {
             // The mask passed `validate_mask` when it was listed.
+            if let Some(k) = mask {
+                k.note_prereqs(bits);
+            }
             return Ok(());
         }
         validate_mask(m)?;
@@ -901,8 +959,8 @@ impl<T> Classifier<T> {
     }
 
     /// The primitive that inserts a rule, or replaces the one of the same match and
-    /// priority; `known_new`: the caller knows there is none ([`Ops::insert_new`]), so it is
-    /// not searched for (debug builds check). `alone`: the insertion is its commit's only
+    /// priority; `existing`: what the caller knows of that one ([`Existing`]). `alone`: the
+    /// insertion is its commit's only
     /// operation, and prefetches the trie nodes below its jump entries
     /// ([`Classifier::warm_tries`]); a batch's insertions prefetch their own
     /// ([`Trie::warm_nodes`] in the insertion loop), or rebuild the trie.
@@ -912,7 +970,7 @@ impl<T> Classifier<T> {
         priority: u32,
         cookie: u64,
         payload: T,
-        known_new: bool,
+        existing: Existing,
         alone: bool,
     ) -> Prim<T> {
         let seq = self.next_seq;
@@ -929,17 +987,24 @@ impl<T> Classifier<T> {
         if alone {
             self.warm_tries(&probe);
         }
-        let old = if known_new {
-            debug_assert!(
-                self.spare_mut()
-                    .find_exact(&probe.mask, probe.values.as_slice(), priority)
-                    .is_none(),
-                "insert_new of a rule already present"
-            );
+        let hash = match existing {
+            Existing::Search => None,
+            Existing::Hashed(h) => Some(h),
+            Existing::Absent => {
+                debug_assert!(
+                    self.spare_mut()
+                        .find_exact(&probe.mask, probe.values.as_slice(), priority, None)
+                        .is_none(),
+                    "insert_new of a rule already present"
+                );
+                None
+            }
+        };
+        let old = if existing == Existing::Absent {
             None
         } else {
             self.spare_mut()
-                .find_exact(&probe.mask, probe.values.as_slice(), priority)
+                .find_exact(&probe.mask, probe.values.as_slice(), priority, hash)
                 .cloned()
         };
         match old {
@@ -1093,7 +1158,14 @@ impl<T> Classifier<T> {
             What::Insert { cookie, payload } => {
                 let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
                 debug_assert_eq!(mask.idx, masks[k as usize].idx, "value words out of order");
-                self.prim_insert((mask, values), priority, cookie, payload, false, alone)
+                self.prim_insert(
+                    (mask, values),
+                    priority,
+                    cookie,
+                    payload,
+                    Existing::Search,
+                    alone,
+                )
             }
             What::Modify { payload } => {
                 let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
@@ -1120,7 +1192,7 @@ impl<T> Classifier<T> {
         alone: bool,
     ) -> Result<Prim<T>, Error> {
         let mv = self.prepare_with(rule_match, false, mask)?;
-        Ok(self.prim_insert(mv, priority, cookie, payload, false, alone))
+        Ok(self.prim_insert(mv, priority, cookie, payload, Existing::Search, alone))
     }
 
     fn find_existing(
@@ -1130,7 +1202,7 @@ impl<T> Classifier<T> {
         priority: u32,
     ) -> Result<Arc<Rule<T>>, Error> {
         self.spare_mut()
-            .find_exact(mask, values.as_slice(), priority)
+            .find_exact(mask, values.as_slice(), priority, None)
             .cloned()
             .ok_or(Error::NotFound { priority })
     }
@@ -1334,7 +1406,11 @@ impl<T> Ops<'_, T> {
                 h.priority,
                 h.cookie,
                 h.payload,
-                h.known_new,
+                if h.known_new {
+                    Existing::Absent
+                } else {
+                    Existing::Search
+                },
                 alone,
             );
             self.cls.spare_mut().apply(&prim);
