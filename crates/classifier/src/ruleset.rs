@@ -592,7 +592,7 @@ impl<T> RuleSet<T> {
                 };
                 let st = self.subtables[i as usize].as_mut().expect("indexed");
                 let fresh = st.log_is_empty();
-                if st.remove(&r, self.seed).is_none() {
+                if st.remove(&r, self.seed, h.map(WriteHashes::hash)).is_none() {
                     debug_assert!(false, "removing an unknown rule");
                     return;
                 }
@@ -614,7 +614,7 @@ impl<T> RuleSet<T> {
                     if st.log_is_empty() {
                         self.touched.push(i);
                     }
-                    let old = st.replace(new, self.seed);
+                    let old = st.replace(new, self.seed, h.map(WriteHashes::hash));
                     debug_assert!(old.is_some(), "replacing an unknown rule");
                 }
             }

@@ -1404,8 +1404,15 @@ impl<T> Subtable<T> {
     }
 
     /// Removes the rule with `rule`'s match and rank; returns it, or `None` if absent.
-    pub(crate) fn remove(&mut self, rule: &Rule<T>, seed: u64) -> Option<Arc<Rule<T>>> {
-        let hash = self.hashes(rule.values.as_slice(), seed, &mut Partial::default());
+    /// `hash`: the values' hash, if the caller made it ([`WriteHashes::of`]).
+    pub(crate) fn remove(
+        &mut self,
+        rule: &Rule<T>,
+        seed: u64,
+        hash: Option<u64>,
+    ) -> Option<Arc<Rule<T>>> {
+        let hash = hash
+            .unwrap_or_else(|| self.hashes(rule.values.as_slice(), seed, &mut Partial::default()));
         let at = self.position(rule.values.as_slice(), hash)?;
         let slot = self.slot_mut(at);
         let e = slot.as_mut()?;
@@ -1436,8 +1443,15 @@ impl<T> Subtable<T> {
     }
 
     /// Replaces the rule with `new`'s match and rank by `new`; returns the old one.
-    pub(crate) fn replace(&mut self, new: Arc<Rule<T>>, seed: u64) -> Option<Arc<Rule<T>>> {
-        let hash = self.hashes(new.values.as_slice(), seed, &mut Partial::default());
+    /// `hash`: the values' hash, if the caller made it ([`WriteHashes::of`]).
+    pub(crate) fn replace(
+        &mut self,
+        new: Arc<Rule<T>>,
+        seed: u64,
+        hash: Option<u64>,
+    ) -> Option<Arc<Rule<T>>> {
+        let hash = hash
+            .unwrap_or_else(|| self.hashes(new.values.as_slice(), seed, &mut Partial::default()));
         let at = self.position(new.values.as_slice(), hash)?;
         let e = self.slot_mut(at).as_mut()?;
         let slot = std::iter::once(&mut e.head)

@@ -644,12 +644,22 @@ impl<T> Classifier<T> {
         while !rest.as_slice().is_empty() {
             let group = &rest.as_slice()[..rest.len().min(TOUCH_GROUP)];
             let n = group.len();
-            if let Err((at, e)) = self.touch_ops(group, &masks, &mut found, &mut checked) {
-                self.roll_back(&applied);
-                return Err(e.at(index + at));
-            }
-            for op in rest.by_ref().take(n) {
-                let r = self.apply_batch_op(op, &masks, &mut found, false, &mut applied, &mut out);
+            let hashes = match self.touch_ops(group, &masks, &mut found, &mut checked) {
+                Ok(hashes) => hashes,
+                Err((at, e)) => {
+                    self.roll_back(&applied);
+                    return Err(e.at(index + at));
+                }
+            };
+            for (op, h) in rest.by_ref().take(n).zip(&hashes) {
+                let r = self.apply_batch_op(
+                    op,
+                    &masks,
+                    &mut found,
+                    (false, h.as_ref()),
+                    &mut applied,
+                    &mut out,
+                );
                 if let Err(e) = r {
                     self.roll_back(&applied);
                     // A later operation's bad match is the batch's error, as if every match
@@ -690,7 +700,8 @@ impl<T> Classifier<T> {
                     .map_err(|e| e.at(0))?;
             }
             self.sync_spare();
-            let r = self.apply_batch_op(op, &masks, &mut found, true, &mut applied, &mut out);
+            let r =
+                self.apply_batch_op(op, &masks, &mut found, (true, None), &mut applied, &mut out);
             if let Err(e) = r {
                 self.roll_back(&applied);
                 return Err(e.at(0));
@@ -708,16 +719,17 @@ impl<T> Classifier<T> {
     /// 256K rules each operation misses the cache on its home cell, its arena slot and a stage
     /// index, and one operation's misses wait on nothing of another's, so asked for together
     /// they overlap. A match is checked unless its mask and prerequisite bits are those of one
-    /// of the last few checked (`checked`): the check depends on nothing else. Returns the
-    /// position in `ops` and the error of the first bad match; the caller undoes what the
-    /// batch applied.
+    /// of the last few checked (`checked`): the check depends on nothing else. Returns, per
+    /// operation, the hashes it prefetched with (those of an operation whose mask is interned,
+    /// which its application uses again), or the position in `ops` and the error of the
+    /// first bad match; the caller undoes what the batch applied.
     fn touch_ops(
         &mut self,
         ops: &[BatchOp<T>],
         masks: &[BatchMask],
         found: &mut [Option<Arc<Mask>>],
         checked: &mut Checked,
-    ) -> Result<(), (usize, Error)> {
+    ) -> Result<[Option<WriteHashes>; TOUCH_GROUP], (usize, Error)> {
         let mut looked = NO_MASK;
         for (at, op) in ops.iter().enumerate() {
             if matches!(op.what, What::Clear) {
@@ -736,15 +748,18 @@ impl<T> Classifier<T> {
                 *f = self.interned(&masks[op.mask as usize].key);
             }
         }
-        let rules = ops.iter().filter_map(|op| {
+        let mut hashes = [None; TOUCH_GROUP];
+        for (h, op) in hashes.iter_mut().zip(ops) {
             if matches!(op.what, What::Clear) {
-                return None;
+                continue;
             }
-            let mask = found[op.mask as usize].as_ref()?;
-            Some((mask, WriteKey::Values(op.values.as_slice())))
-        });
-        self.spare.touch_writes(rules);
-        Ok(())
+            if let Some(mask) = found[op.mask as usize].as_ref() {
+                let wh = self.spare.write_hashes(mask, op.values.as_slice());
+                self.spare.touch_hashed(mask, &wh);
+                *h = Some(wh);
+            }
+        }
+        Ok(hashes)
     }
 
     /// For a commit of the one operation on `m`: prefetches what applying it reads first in
@@ -1041,8 +1056,9 @@ impl<T> Classifier<T> {
         (mask, values): (Arc<Mask>, Values),
         priority: u32,
         payload: T,
+        h: Option<&WriteHashes>,
     ) -> Result<Prim<T>, Error> {
-        let old = self.find_existing(&mask, &values, priority)?;
+        let old = self.find_existing(&mask, &values, priority, h)?;
         let new = Arc::new(Rule {
             rank: old.rank,
             priority,
@@ -1079,21 +1095,21 @@ impl<T> Classifier<T> {
                 payload,
             } => {
                 let mv = self.prepare_with(&rule_match, false, mask)?;
-                self.prim_modify(mv, priority, payload)?
+                self.prim_modify(mv, priority, payload, None)?
             }
             Op::Remove {
                 rule_match,
                 priority,
             } => {
                 let (mask, values) = self.prepare_with(&rule_match, false, mask)?;
-                Prim::Remove(self.find_existing(&mask, &values, priority)?)
+                Prim::Remove(self.find_existing(&mask, &values, priority, None)?)
             }
             Op::Clear => {
                 self.clear_spare(applied);
                 return Ok(());
             }
         };
-        self.apply_prim(prim, applied, out);
+        self.apply_prim(prim, applied, out, None);
         Ok(())
     }
 
@@ -1110,13 +1126,19 @@ impl<T> Classifier<T> {
 
     /// Applies `prim` to the spare and adds it to `applied`, and its rule (the new one of a
     /// replacement) to `out`.
+    /// `h`: the hashes of the primitive's rule, if the caller made them
+    /// ([`RuleSet::write_hashes`]).
     fn apply_prim(
         &mut self,
         prim: Prim<T>,
         applied: &mut Vec<Prim<T>>,
         out: Option<&mut Vec<Arc<Rule<T>>>>,
+        h: Option<&WriteHashes>,
     ) {
-        self.spare_mut().apply(&prim);
+        match h {
+            Some(h) => self.spare_mut().apply_hashed(&prim, h),
+            None => self.spare_mut().apply(&prim),
+        }
         if let Some(out) = out {
             out.push(match &prim {
                 Prim::Insert(r) | Prim::Remove(r) => r.clone(),
@@ -1139,7 +1161,7 @@ impl<T> Classifier<T> {
         op: BatchOp<T>,
         masks: &[BatchMask],
         found: &mut [Option<Arc<Mask>>],
-        alone: bool,
+        (alone, h): (bool, Option<&WriteHashes>),
         applied: &mut Vec<Prim<T>>,
         out: &mut Vec<Arc<Rule<T>>>,
     ) -> Result<(), Error> {
@@ -1158,25 +1180,19 @@ impl<T> Classifier<T> {
             What::Insert { cookie, payload } => {
                 let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
                 debug_assert_eq!(mask.idx, masks[k as usize].idx, "value words out of order");
-                self.prim_insert(
-                    (mask, values),
-                    priority,
-                    cookie,
-                    payload,
-                    Existing::Search,
-                    alone,
-                )
+                let existing = h.map_or(Existing::Search, |h| Existing::Hashed(h.hash()));
+                self.prim_insert((mask, values), priority, cookie, payload, existing, alone)
             }
             What::Modify { payload } => {
                 let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
-                self.prim_modify((mask, values), priority, payload)?
+                self.prim_modify((mask, values), priority, payload, h)?
             }
             What::Remove => {
                 let mask = self.batch_mask(&masks[k as usize], &mut found[k as usize]);
-                Prim::Remove(self.find_existing(&mask, &values, priority)?)
+                Prim::Remove(self.find_existing(&mask, &values, priority, h)?)
             }
         };
-        self.apply_prim(prim, applied, Some(out));
+        self.apply_prim(prim, applied, Some(out), h);
         Ok(())
     }
 
@@ -1195,14 +1211,16 @@ impl<T> Classifier<T> {
         Ok(self.prim_insert(mv, priority, cookie, payload, Existing::Search, alone))
     }
 
+    /// `h`: the hashes of `values` in the subtable of `mask`, if the caller made them.
     fn find_existing(
         &mut self,
         mask: &Arc<Mask>,
         values: &Values,
         priority: u32,
+        h: Option<&WriteHashes>,
     ) -> Result<Arc<Rule<T>>, Error> {
         self.spare_mut()
-            .find_exact(mask, values.as_slice(), priority, None)
+            .find_exact(mask, values.as_slice(), priority, h.map(WriteHashes::hash))
             .cloned()
             .ok_or(Error::NotFound { priority })
     }
@@ -1490,7 +1508,7 @@ impl<T> Ops<'_, T> {
         let r = self
             .cls
             .prepare(rule_match, self.check)
-            .and_then(|mv| self.cls.prim_modify(mv, priority, payload));
+            .and_then(|mv| self.cls.prim_modify(mv, priority, payload, None));
         self.done(r)
     }
 
@@ -1506,7 +1524,7 @@ impl<T> Ops<'_, T> {
         let r = self
             .cls
             .prepare(key(&payload), self.check)
-            .and_then(|mv| self.cls.prim_modify(mv, priority, payload));
+            .and_then(|mv| self.cls.prim_modify(mv, priority, payload, None));
         self.done(r)
     }
 
@@ -1519,7 +1537,7 @@ impl<T> Ops<'_, T> {
         let r = self
             .cls
             .prepare(rule_match, self.check)
-            .and_then(|(mask, values)| self.cls.find_existing(&mask, &values, priority))
+            .and_then(|(mask, values)| self.cls.find_existing(&mask, &values, priority, None))
             .map(Prim::Remove);
         self.done(r)
     }
