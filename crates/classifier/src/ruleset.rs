@@ -12,7 +12,7 @@ use std::sync::Arc;
 use packet::key::FlowKey;
 
 use crate::rule::{rank_priority, Mask, Rule};
-use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteHashes, WriteKey};
+use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, WriteHashes};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
@@ -537,14 +537,11 @@ impl<T> RuleSet<T> {
         }
     }
 
-    /// Prefetches what writing each rule of `rules` (an interned mask and a [`WriteKey`])
+    /// Prefetches what writing each rule of `rules` (an interned mask and masked value words)
     /// reads first in its subtable, if the subtable exists and is too large for the caches
     /// (see [`Subtable::touch_write`]).
-    pub(crate) fn touch_writes<'a>(
-        &self,
-        rules: impl Iterator<Item = (&'a Arc<Mask>, WriteKey<'a>)>,
-    ) {
-        for (mask, key) in rules {
+    pub(crate) fn touch_writes<'a>(&self, rules: impl Iterator<Item = (&'a Arc<Mask>, &'a [u64])>) {
+        for (mask, values) in rules {
             // Small tables stay in cache: nothing to wait for, only hashing to repeat.
             let st = self
                 .by_mask
@@ -552,7 +549,7 @@ impl<T> RuleSet<T> {
                 .and_then(|i| self.subtables[*i as usize].as_ref())
                 .filter(|st| st.worth_touching());
             if let Some(st) = st {
-                st.touch_write(&st.write_hashes(key, self.seed));
+                st.touch_write(&WriteHashes::of(mask, values, self.seed));
             }
         }
     }

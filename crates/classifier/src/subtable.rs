@@ -315,14 +315,6 @@ pub(crate) type Raw = [u64; N_INDEX];
 #[derive(Debug, Default, Clone, Copy)]
 struct Partial([u64; N_INDEX], usize);
 
-/// What [`Subtable::write_hashes`] hashes a rule by: its match's value, or its masked value
-/// words (as the subtable keeps them).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum WriteKey<'a> {
-    Match(&'a FlowKey),
-    Values(&'a [u64]),
-}
-
 /// What a write of one rule probes a subtable with ([`Subtable::write_hashes`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct WriteHashes {
@@ -1353,26 +1345,7 @@ impl<T> Subtable<T> {
         });
     }
 
-    /// The hashes with which inserting, replacing or removing the rule `key` names (a match
-    /// value, masked by this subtable's mask, or the masked value words) probes this subtable.
-    pub(crate) fn write_hashes(&self, key: WriteKey<'_>, seed: u64) -> WriteHashes {
-        let mut masked = [0u64; packet::key::KEY_WORDS];
-        let values = match key {
-            WriteKey::Values(values) => values,
-            WriteKey::Match(value) => {
-                let m = &*self.mask;
-                for (o, (i, b)) in masked.iter_mut().zip(m.idx.iter().zip(&m.bits)) {
-                    *o = value.words[usize::from(*i)] & b;
-                }
-                &masked[..m.idx.len()]
-            }
-        };
-        let mut partial = Partial::default();
-        let hash = self.hashes(values, seed, &mut partial);
-        WriteHashes { partial, hash }
-    }
-
-    /// Prefetches what the probes of `h` ([`Subtable::write_hashes`]) read first: the home
+    /// Prefetches what the probes of `h` ([`WriteHashes::of`]) read first: the home
     /// cell and its tag, the arena slot beside it and each stage index's home slot and count.
     #[inline]
     pub(crate) fn touch_write(&self, h: &WriteHashes) {

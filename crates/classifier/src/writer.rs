@@ -19,7 +19,7 @@ use crate::rule::{
     field_value, rank, value_idx, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES,
 };
 use crate::ruleset::{prefix_of, Log, Prim, RuleSet, TOUCH_GROUP};
-use crate::subtable::{WriteHashes, WriteKey};
+use crate::subtable::WriteHashes;
 use crate::trie::Trie;
 use crate::{Error, PrefixField};
 
@@ -520,7 +520,7 @@ impl<T> Classifier<T> {
         cookie: u64,
         payload: T,
     ) -> Result<Arc<Rule<T>>, Error> {
-        let touched = self.touch_insert(rule_match);
+        let touched = self.touch_match(rule_match);
         self.validate_interned(rule_match, touched.as_ref().map(|t| &t.0))?;
         self.sync_spare();
         let mut applied = std::mem::take(&mut self.applied);
@@ -574,12 +574,26 @@ impl<T> Classifier<T> {
     /// (not [`Error::InBatch`]).
     fn commit_one(&mut self, op: Op<T>) -> Result<Arc<Rule<T>>, Error> {
         let m = op.rule_match().expect("not a clear");
-        let mask = self.touch_alone(m);
-        self.validate(m)?;
+        let touched = self.touch_match(m);
+        self.validate_interned(m, touched.as_ref().map(|t| &t.0))?;
         self.sync_spare();
         let mut applied = std::mem::take(&mut self.applied);
         debug_assert!(applied.is_empty());
-        let r = self.apply_op(op, mask, true, &mut applied, None);
+        let r = match (op, touched) {
+            (
+                Op::Modify {
+                    priority, payload, ..
+                },
+                Some((mask, values, h)),
+            ) => self
+                .prim_modify((mask, values), priority, payload, Some(&h))
+                .map(|prim| self.apply_prim(prim, &mut applied, None, Some(&h))),
+            (Op::Remove { priority, .. }, Some((mask, values, h))) => self
+                .find_existing(&mask, &values, priority, Some(&h))
+                .map(|r| self.apply_prim(Prim::Remove(r), &mut applied, None, Some(&h))),
+            // A mask not interned: no rule has it, and the operation fails as it would.
+            (op, _) => self.apply_op(op, None, true, &mut applied, None),
+        };
         self.finish_one(applied, r)
     }
 
@@ -692,9 +706,7 @@ impl<T> Classifier<T> {
                 found[k] = self.interned(&masks[k].key);
                 if let Some(mask) = &found[k] {
                     let values = op.values.as_slice();
-                    self.touch_one(mask, WriteKey::Values(values), |f| {
-                        field_value(mask, values, f)
-                    });
+                    self.touch_one(mask, values, |f| field_value(mask, values, f));
                 }
                 self.validate(&rule_match(&masks, &op))
                     .map_err(|e| e.at(0))?;
@@ -763,21 +775,14 @@ impl<T> Classifier<T> {
     }
 
     /// For a commit of the one operation on `m`: prefetches what applying it reads first in
-    /// the spare's subtable ([`RuleSet::touch_writes`]) and in the tries (their jump entries,
+    /// the spare's subtable ([`RuleSet::touch_hashed`]) and in the tries (their jump entries,
     /// [`Trie::warm_entry`]), if its mask is interned. The checks and the replay of the last
     /// commit then overlap those cache misses (at 256K rules, one each) instead of the
-    /// operation waiting on them one after another.
-    fn touch_alone(&mut self, m: &Match) -> Option<Arc<Mask>> {
-        self.warm_replay();
-        let mask = self.interned(m.mask())?;
-        self.touch_one(&mask, WriteKey::Match(m.value()), |f| m.value().get(f));
-        Some(mask)
-    }
-
-    /// [`Classifier::touch_alone`] for an insertion of `m`: also returns the masked value
-    /// words and their hashes, which the search for the rule and its insertion use again
-    /// (three hashings of the same words were a twentieth of a single commit's instructions).
-    fn touch_insert(&mut self, m: &Match) -> Option<(Arc<Mask>, Values, WriteHashes)> {
+    /// operation waiting on them one after another. Returns the interned mask, the masked
+    /// value words and their hashes, which the search for the rule and its insertion or
+    /// removal use again (three hashings of the same words were a twentieth of a single
+    /// insertion's instructions).
+    fn touch_match(&mut self, m: &Match) -> Option<(Arc<Mask>, Values, WriteHashes)> {
         self.warm_replay();
         let mask = self.interned(m.mask())?;
         let values = Values::new(m.value(), &mask);
@@ -787,10 +792,10 @@ impl<T> Classifier<T> {
         Some((mask, values, h))
     }
 
-    /// [`Classifier::touch_alone`] for an operation with mask `mask` on `key`, whose field
-    /// values `value` gives.
-    fn touch_one(&self, mask: &Arc<Mask>, key: WriteKey<'_>, value: impl Fn(KeyField) -> u128) {
-        self.spare.touch_writes(std::iter::once((mask, key)));
+    /// [`Classifier::touch_match`] for an operation with mask `mask` on masked value words
+    /// `values`, whose field values `value` gives.
+    fn touch_one(&self, mask: &Arc<Mask>, values: &[u64], value: impl Fn(KeyField) -> u128) {
+        self.spare.touch_writes(std::iter::once((mask, values)));
         self.warm_entries(mask, value);
     }
 
@@ -1386,9 +1391,8 @@ impl<T> Ops<'_, T> {
                     // the replay of the last commit, which its application waits for.
                     let h = &self.held[self.held.len() - 1];
                     let values = h.values.as_slice();
-                    self.cls.touch_one(&h.mask, WriteKey::Values(values), |f| {
-                        field_value(&h.mask, values, f)
-                    });
+                    self.cls
+                        .touch_one(&h.mask, values, |f| field_value(&h.mask, values, f));
                 }
                 if self.held.len() == TOUCH_GROUP {
                     self.apply_held();
@@ -1411,10 +1415,7 @@ impl<T> Ops<'_, T> {
             self.synced = true;
         }
         if self.held.len() > 1 {
-            let rules = self
-                .held
-                .iter()
-                .map(|h| (&h.mask, WriteKey::Values(h.values.as_slice())));
+            let rules = self.held.iter().map(|h| (&h.mask, h.values.as_slice()));
             self.cls.spare.touch_writes(rules);
         }
         let alone = self.n == 1;
