@@ -841,6 +841,15 @@ impl<T> RuleSet<T> {
             if pending.is_empty() {
                 continue;
             }
+            if let [(bits, len, d)] = pending[..] {
+                if d > 0 {
+                    // A single insertion's prefix: nothing to sort or net.
+                    pending.clear();
+                    let ok = trie.apply(&[(bits, len, i64::from(d))]);
+                    debug_assert!(ok, "trie out of sync");
+                    continue;
+                }
+            }
             sort_prefixes(pending, self.prefixes[t].field.width);
             // Net change per (prefix, length), in order: rises to `adds`, falls to `gone`.
             adds.clear();
