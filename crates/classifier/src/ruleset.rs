@@ -806,6 +806,14 @@ impl<T> RuleSet<T> {
         i as usize
     }
 
+    /// Makes room in the tries' change lists for a batch of `n` operations: a list grown by
+    /// doubling copied a large batch's changes about twice over.
+    pub(crate) fn reserve_trie_changes(&mut self, n: usize) {
+        for pending in &mut self.trie_pending {
+            pending.reserve(n);
+        }
+    }
+
     fn trie_update(&mut self, r: &Rule<T>, add: bool) {
         let plens = r.mask.trie_plens;
         if plens.iter().all(|p| *p == 0) {
@@ -853,6 +861,7 @@ impl<T> RuleSet<T> {
             sort_prefixes(pending, self.prefixes[t].field.width);
             // Net change per (prefix, length), in order: rises to `adds`, falls to `gone`.
             adds.clear();
+            adds.reserve(pending.len());
             let mut net: Option<(u128, u8, i64)> = None;
             for (bits, len, d) in pending.drain(..) {
                 match &mut net {

@@ -1490,7 +1490,9 @@ impl Trie {
                 return true;
             }
         }
-        let (mut adds, mut removes): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
+        let n_adds = changes.iter().filter(|c| c.2 > 0).count();
+        let mut adds = Vec::with_capacity(n_adds);
+        let mut removes = Vec::with_capacity(changes.len() - n_adds);
         for &(bits, len, net) in changes {
             let n = u32::try_from(net.unsigned_abs()).unwrap_or(u32::MAX);
             if net > 0 {

@@ -651,6 +651,7 @@ impl<T> Classifier<T> {
         let mut checked = Checked::default();
         let mut applied: Vec<Prim<T>> = Vec::with_capacity(n);
         let mut out = Vec::with_capacity(n);
+        self.spare_mut().reserve_trie_changes(n);
         // Each group is checked and prefetched where it lies (`as_slice`), then its operations
         // are moved out one by one: copying each group out first was 2% of a large batch.
         let mut rest = ops.into_iter();
