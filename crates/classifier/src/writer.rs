@@ -1345,6 +1345,9 @@ pub struct Ops<'a, T> {
 struct Held<T> {
     mask: Arc<Mask>,
     values: Values,
+    /// The values' hashes, made once for the prefetch, the search for the rule and its
+    /// insertion.
+    hashes: WriteHashes,
     priority: u32,
     cookie: u64,
     payload: T,
@@ -1378,9 +1381,11 @@ impl<T> Ops<'_, T> {
     ) -> bool {
         match r {
             Ok((mask, values)) => {
+                let hashes = self.cls.spare.write_hashes(&mask, values.as_slice());
                 self.held.push(Held {
                     mask,
                     values,
+                    hashes,
                     priority,
                     cookie,
                     payload,
@@ -1392,8 +1397,9 @@ impl<T> Ops<'_, T> {
                     // the replay of the last commit, which its application waits for.
                     let h = &self.held[self.held.len() - 1];
                     let values = h.values.as_slice();
+                    self.cls.spare.touch_hashed(&h.mask, &h.hashes);
                     self.cls
-                        .touch_one(&h.mask, values, |f| field_value(&h.mask, values, f));
+                        .warm_entries(&h.mask, |f| field_value(&h.mask, values, f));
                 }
                 if self.held.len() == TOUCH_GROUP {
                     self.apply_held();
@@ -1416,8 +1422,9 @@ impl<T> Ops<'_, T> {
             self.synced = true;
         }
         if self.held.len() > 1 {
-            let rules = self.held.iter().map(|h| (&h.mask, h.values.as_slice()));
-            self.cls.spare.touch_writes(rules);
+            for h in &self.held {
+                self.cls.spare.touch_hashed(&h.mask, &h.hashes);
+            }
         }
         let alone = self.n == 1;
         for h in self.held.drain(..) {
@@ -1429,11 +1436,11 @@ impl<T> Ops<'_, T> {
                 if h.known_new {
                     Existing::Absent
                 } else {
-                    Existing::Search
+                    Existing::Hashed(h.hashes.hash())
                 },
                 alone,
             );
-            self.cls.spare_mut().apply(&prim);
+            self.cls.spare_mut().apply_hashed(&prim, &h.hashes);
             self.applied.push(prim);
         }
     }
