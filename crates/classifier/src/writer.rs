@@ -1346,8 +1346,8 @@ struct Held<T> {
     mask: Arc<Mask>,
     values: Values,
     /// The values' hashes, made once for the prefetch, the search for the rule and its
-    /// insertion.
-    hashes: WriteHashes,
+    /// insertion (by the commit's first operation, or with its group's prefetches).
+    hashes: Option<WriteHashes>,
     priority: u32,
     cookie: u64,
     payload: T,
@@ -1381,11 +1381,10 @@ impl<T> Ops<'_, T> {
     ) -> bool {
         match r {
             Ok((mask, values)) => {
-                let hashes = self.cls.spare.write_hashes(&mask, values.as_slice());
                 self.held.push(Held {
                     mask,
                     values,
-                    hashes,
+                    hashes: None,
                     priority,
                     cookie,
                     payload,
@@ -1395,11 +1394,13 @@ impl<T> Ops<'_, T> {
                 if self.n == 1 {
                     // The commit's first operation (maybe its only one): its misses overlap
                     // the replay of the last commit, which its application waits for.
-                    let h = &self.held[self.held.len() - 1];
+                    let h = &mut self.held[0];
                     let values = h.values.as_slice();
-                    self.cls.spare.touch_hashed(&h.mask, &h.hashes);
+                    let wh = self.cls.spare.write_hashes(&h.mask, values);
+                    self.cls.spare.touch_hashed(&h.mask, &wh);
                     self.cls
                         .warm_entries(&h.mask, |f| field_value(&h.mask, values, f));
+                    h.hashes = Some(wh);
                 }
                 if self.held.len() == TOUCH_GROUP {
                     self.apply_held();
@@ -1421,13 +1422,22 @@ impl<T> Ops<'_, T> {
             self.cls.sync_spare();
             self.synced = true;
         }
-        if self.held.len() > 1 {
-            for h in &self.held {
-                self.cls.spare.touch_hashed(&h.mask, &h.hashes);
+        let many = self.held.len() > 1;
+        for h in &mut self.held {
+            if h.hashes.is_none() {
+                let wh = self.cls.spare.write_hashes(&h.mask, h.values.as_slice());
+                if many {
+                    self.cls.spare.touch_hashed(&h.mask, &wh);
+                }
+                h.hashes = Some(wh);
             }
         }
         let alone = self.n == 1;
         for h in self.held.drain(..) {
+            let wh = h.hashes.unwrap_or_else(|| {
+                debug_assert!(false, "hashed above");
+                self.cls.spare.write_hashes(&h.mask, h.values.as_slice())
+            });
             let prim = self.cls.prim_insert(
                 (h.mask, h.values),
                 h.priority,
@@ -1436,11 +1446,11 @@ impl<T> Ops<'_, T> {
                 if h.known_new {
                     Existing::Absent
                 } else {
-                    Existing::Hashed(h.hashes.hash())
+                    Existing::Hashed(wh.hash())
                 },
                 alone,
             );
-            self.cls.spare_mut().apply_hashed(&prim, &h.hashes);
+            self.cls.spare_mut().apply_hashed(&prim, &wh);
             self.applied.push(prim);
         }
     }
