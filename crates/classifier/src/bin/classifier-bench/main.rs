@@ -617,6 +617,44 @@ fn ovs_point(ovstest: &str, n: usize, prios: u32, lookups: usize) -> Result<(f64
     }
 }
 
+/// OVS's benchmark of `n` rules and ferrovs's lookups of the same set (`w`, `cls`), one right
+/// after the other, `--reps` times: OVS's lookups/s (wc off, wc on) of each run, and per API
+/// the ratios of each pair. A pair's halves run seconds apart, where the medians of the whole
+/// runs came a minute apart: a noisy minute on this shared machine then moves both halves of
+/// a ratio, not one.
+#[allow(clippy::type_complexity)]
+fn ovs_pairs(
+    args: &Args,
+    ovstest: &str,
+    n: usize,
+    w: &Workload,
+    cls: &Classifier<u64>,
+) -> (Vec<f64>, Vec<f64>, Vec<(Api, Vec<[f64; 2]>)>) {
+    let reader = cls.reader();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut pairs: Vec<(Api, Vec<[f64; 2]>)> =
+        args.apis.iter().map(|api| (*api, Vec::new())).collect();
+    for _ in 0..args.reps {
+        let (x, y) = match ovs_point(ovstest, n, 16, args.lookups) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("ovs: {e}");
+                break;
+            }
+        };
+        a.push(x);
+        b.push(y);
+        for (api, ratios) in &mut pairs {
+            let rate = |wc: bool| match api {
+                Api::Single => lookups(&reader, &w.hits, args.lookups, wc).0,
+                Api::Batch => lookups_batched(&reader, &w.hits, args.lookups, wc).0,
+            };
+            ratios.push([rate(false) / x, rate(true) / y]);
+        }
+    }
+    (a, b, pairs)
+}
+
 fn main() {
     let args = match parse_args() {
         Ok(a) => a,
@@ -695,20 +733,7 @@ fn main() {
             }
             if set == "ovs" {
                 if let Some(ovstest) = &args.with_ovs {
-                    let mut a = Vec::new();
-                    let mut b = Vec::new();
-                    for _ in 0..args.reps {
-                        match ovs_point(ovstest, n, 16, args.lookups) {
-                            Ok((x, y)) => {
-                                a.push(x);
-                                b.push(y);
-                            }
-                            Err(e) => {
-                                eprintln!("ovs: {e}");
-                                break;
-                            }
-                        }
-                    }
+                    let (a, b, pairs) = ovs_pairs(&args, ovstest, n, &w, &cls);
                     if !a.is_empty() {
                         let (oa, ob) = (median(a), median(b));
                         for (api, [nowc, wc]) in &points {
@@ -725,6 +750,23 @@ fn main() {
                                 wc / ob
                             );
                         }
+                    }
+                    for (api, ratios) in pairs {
+                        if ratios.is_empty() {
+                            continue;
+                        }
+                        let lowest =
+                            |j: usize| ratios.iter().map(|r| r[j]).fold(f64::MAX, f64::min);
+                        let mid = |j: usize| median(ratios.iter().map(|r| r[j]).collect());
+                        println!(
+                            "ovs-pair case={n}:16:16 api={} pairs={} ratio wc=off median {:.2}x lowest {:.2}x wc=on median {:.2}x lowest {:.2}x",
+                            api.as_str(),
+                            ratios.len(),
+                            mid(0),
+                            lowest(0),
+                            mid(1),
+                            lowest(1)
+                        );
                     }
                 }
             }
