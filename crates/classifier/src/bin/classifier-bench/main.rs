@@ -21,7 +21,9 @@
 //! (the `batch` line's reader thread runs on CPU `N`, as a PMD thread on its own
 //! core; the writer stays where `taskset` put the process). Lookups run in batches of 32 keys per
 //! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
-//! inherits the pinning. Every line is the median of `--reps` repetitions.
+//! inherits the pinning. Every line is the median of `--reps` repetitions; the `ovs-pair`
+//! lines pair each OVS run with ferrovs's lookups right after it and give the median and
+//! lowest ratio of the pairs.
 
 mod gen;
 
