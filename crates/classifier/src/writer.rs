@@ -291,6 +291,16 @@ enum Existing {
     Absent,
 }
 
+impl Existing {
+    /// The hash to search with, if the caller made it.
+    fn hash(self) -> Option<u64> {
+        match self {
+            Existing::Hashed(h) => Some(h),
+            Existing::Search | Existing::Absent => None,
+        }
+    }
+}
+
 /// Checks what can be checked without the table: the mask's bits and the prerequisites.
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) fn validate(m: &Match) -> Result<(), Error> {
@@ -981,8 +991,8 @@ impl<T> Classifier<T> {
 
     /// The primitive that inserts a rule, or replaces the one of the same match and
     /// priority; `existing`: what the caller knows of that one ([`Existing`]). `alone`: the
-    /// insertion is its commit's only
-    /// operation, and prefetches the trie nodes below its jump entries
+    /// insertion is its commit's only operation, and prefetches the trie nodes below its jump
+    /// entries
     /// ([`Classifier::warm_tries`]); a batch's insertions prefetch their own
     /// ([`Trie::warm_nodes`] in the insertion loop), or rebuild the trie.
     fn prim_insert(
@@ -1008,24 +1018,22 @@ impl<T> Classifier<T> {
         if alone {
             self.warm_tries(&probe);
         }
-        let hash = match existing {
-            Existing::Search => None,
-            Existing::Hashed(h) => Some(h),
-            Existing::Absent => {
-                debug_assert!(
-                    self.spare_mut()
-                        .find_exact(&probe.mask, probe.values.as_slice(), priority, None)
-                        .is_none(),
-                    "insert_new of a rule already present"
-                );
-                None
-            }
-        };
         let old = if existing == Existing::Absent {
+            debug_assert!(
+                self.spare_mut()
+                    .find_exact(&probe.mask, probe.values.as_slice(), priority, None)
+                    .is_none(),
+                "insert_new of a rule already present"
+            );
             None
         } else {
             self.spare_mut()
-                .find_exact(&probe.mask, probe.values.as_slice(), priority, hash)
+                .find_exact(
+                    &probe.mask,
+                    probe.values.as_slice(),
+                    priority,
+                    existing.hash(),
+                )
                 .cloned()
         };
         match old {
@@ -1131,8 +1139,7 @@ impl<T> Classifier<T> {
     }
 
     /// Applies `prim` to the spare and adds it to `applied`, and its rule (the new one of a
-    /// replacement) to `out`.
-    /// `h`: the hashes of the primitive's rule, if the caller made them
+    /// replacement) to `out`. `h`: the hashes of the primitive's rule, if the caller made them
     /// ([`RuleSet::write_hashes`]).
     fn apply_prim(
         &mut self,
