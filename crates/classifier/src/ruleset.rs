@@ -36,7 +36,7 @@ fn file_net(n: (u128, u8, i64), adds: &mut Vec<(u128, u8, i64)>, gone: &mut Vec<
     }
 }
 
-/// Most operations a batch prefetches for at once ([`RuleSet::touch_writes`]).
+/// Most operations a batch prefetches for at once ([`RuleSet::touch_hashed`]).
 pub(crate) const TOUCH_GROUP: usize = 32;
 
 /// The best rule a lookup found so far, with bounds on its priority taken from the priorities
@@ -525,7 +525,8 @@ impl<T> RuleSet<T> {
     }
 
     /// Prefetches what a write with hashes `h` reads first in the subtable of `mask`, if it
-    /// exists and is too large for the caches (see [`Subtable::touch_write`]).
+    /// exists and is too large for the caches (see [`Subtable::touch_write`]; a small table
+    /// stays in cache, nothing to wait for).
     pub(crate) fn touch_hashed(&self, mask: &Arc<Mask>, h: &WriteHashes) {
         let st = self
             .by_mask
@@ -534,23 +535,6 @@ impl<T> RuleSet<T> {
             .filter(|st| st.worth_touching());
         if let Some(st) = st {
             st.touch_write(h);
-        }
-    }
-
-    /// Prefetches what writing each rule of `rules` (an interned mask and masked value words)
-    /// reads first in its subtable, if the subtable exists and is too large for the caches
-    /// (see [`Subtable::touch_write`]).
-    pub(crate) fn touch_writes<'a>(&self, rules: impl Iterator<Item = (&'a Arc<Mask>, &'a [u64])>) {
-        for (mask, values) in rules {
-            // Small tables stay in cache: nothing to wait for, only hashing to repeat.
-            let st = self
-                .by_mask
-                .get(&mask_id(mask))
-                .and_then(|i| self.subtables[*i as usize].as_ref())
-                .filter(|st| st.worth_touching());
-            if let Some(st) = st {
-                st.touch_write(&WriteHashes::of(mask, values, self.seed));
-            }
         }
     }
 

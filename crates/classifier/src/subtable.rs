@@ -315,7 +315,7 @@ pub(crate) type Raw = [u64; N_INDEX];
 #[derive(Debug, Default, Clone, Copy)]
 struct Partial([u64; N_INDEX], usize);
 
-/// What a write of one rule probes a subtable with ([`Subtable::write_hashes`]).
+/// What a write of one rule probes a subtable with ([`WriteHashes::of`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct WriteHashes {
     partial: Partial,

@@ -736,9 +736,9 @@ impl<T> Classifier<T> {
 
     /// Checks the matches of `ops` (at most [`TOUCH_GROUP`] of a batch whose masks are
     /// `masks`) and prefetches what applying them will read first in the spare's subtables
-    /// ([`RuleSet::touch_writes`]), for those whose masks are interned already (`found`, by
+    /// ([`RuleSet::touch_hashed`]), for those whose masks are interned already (`found`, by
     /// the batch's mask, filled here as they are found). A batch calls it for each group of
-    /// operations before applying them (a single operation has [`Classifier::touch_one`]): at
+    /// operations before applying them (a single operation has [`Classifier::touch_match`]): at
     /// 256K rules each operation misses the cache on its home cell, its arena slot and a stage
     /// index, and one operation's misses wait on nothing of another's, so asked for together
     /// they overlap. A match is checked unless its mask and prerequisite bits are those of one
@@ -806,7 +806,8 @@ impl<T> Classifier<T> {
     /// [`Classifier::touch_match`] for an operation with mask `mask` on masked value words
     /// `values`, whose field values `value` gives.
     fn touch_one(&self, mask: &Arc<Mask>, values: &[u64], value: impl Fn(KeyField) -> u128) {
-        self.spare.touch_writes(std::iter::once((mask, values)));
+        self.spare
+            .touch_hashed(mask, &self.spare.write_hashes(mask, values));
         self.warm_entries(mask, value);
     }
 
