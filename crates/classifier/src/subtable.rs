@@ -1000,6 +1000,12 @@ impl<T> Subtable<T> {
         hashes_in(&self.mask, values, seed, partial)
     }
 
+    /// The full hash of `values`: `known`, if the caller made it ([`WriteHashes::of`]).
+    #[inline]
+    fn full_hash(&self, values: &[u64], seed: u64, known: Option<u64>) -> u64 {
+        known.unwrap_or_else(|| self.hashes(values, seed, &mut Partial::default()))
+    }
+
     /// Every table here: the unsplit one (empty once split), then the segments.
     fn tables(&self) -> impl Iterator<Item = &Seg<T>> {
         std::iter::once(&self.one).chain(&self.segs)
@@ -1369,7 +1375,7 @@ impl<T> Subtable<T> {
         seed: u64,
         hash: Option<u64>,
     ) -> Option<&Arc<Rule<T>>> {
-        let hash = hash.unwrap_or_else(|| self.hashes(values, seed, &mut Partial::default()));
+        let hash = self.full_hash(values, seed, hash);
         let e = self.entry(self.position(values, hash)?)?;
         std::iter::once(&e.head)
             .chain(e.rest().iter())
@@ -1384,8 +1390,7 @@ impl<T> Subtable<T> {
         seed: u64,
         hash: Option<u64>,
     ) -> Option<Arc<Rule<T>>> {
-        let hash = hash
-            .unwrap_or_else(|| self.hashes(rule.values.as_slice(), seed, &mut Partial::default()));
+        let hash = self.full_hash(rule.values.as_slice(), seed, hash);
         let at = self.position(rule.values.as_slice(), hash)?;
         let slot = self.slot_mut(at);
         let e = slot.as_mut()?;
@@ -1423,8 +1428,7 @@ impl<T> Subtable<T> {
         seed: u64,
         hash: Option<u64>,
     ) -> Option<Arc<Rule<T>>> {
-        let hash = hash
-            .unwrap_or_else(|| self.hashes(new.values.as_slice(), seed, &mut Partial::default()));
+        let hash = self.full_hash(new.values.as_slice(), seed, hash);
         let at = self.position(new.values.as_slice(), hash)?;
         let e = self.slot_mut(at).as_mut()?;
         let slot = std::iter::once(&mut e.head)

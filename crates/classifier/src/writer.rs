@@ -712,19 +712,26 @@ impl<T> Classifier<T> {
         let mut out = Vec::with_capacity(1);
         for op in ops {
             self.warm_replay();
+            let mut h = None;
             if !matches!(op.what, What::Clear) {
                 let k = op.mask as usize;
                 found[k] = self.interned(&masks[k].key);
                 if let Some(mask) = &found[k] {
                     let values = op.values.as_slice();
-                    self.touch_one(mask, values, |f| field_value(mask, values, f));
+                    h = Some(self.touch_one(mask, values, |f| field_value(mask, values, f)));
                 }
                 self.validate(&rule_match(&masks, &op))
                     .map_err(|e| e.at(0))?;
             }
             self.sync_spare();
-            let r =
-                self.apply_batch_op(op, &masks, &mut found, (true, None), &mut applied, &mut out);
+            let r = self.apply_batch_op(
+                op,
+                &masks,
+                &mut found,
+                (true, h.as_ref()),
+                &mut applied,
+                &mut out,
+            );
             if let Err(e) = r {
                 self.roll_back(&applied);
                 return Err(e.at(0));
@@ -797,18 +804,22 @@ impl<T> Classifier<T> {
         self.warm_replay();
         let mask = self.interned(m.mask())?;
         let values = Values::new(m.value(), &mask);
-        let h = self.spare.write_hashes(&mask, values.as_slice());
-        self.spare.touch_hashed(&mask, &h);
-        self.warm_entries(&mask, |f| m.value().get(f));
+        let h = self.touch_one(&mask, values.as_slice(), |f| m.value().get(f));
         Some((mask, values, h))
     }
 
     /// [`Classifier::touch_match`] for an operation with mask `mask` on masked value words
-    /// `values`, whose field values `value` gives.
-    fn touch_one(&self, mask: &Arc<Mask>, values: &[u64], value: impl Fn(KeyField) -> u128) {
-        self.spare
-            .touch_hashed(mask, &self.spare.write_hashes(mask, values));
+    /// `values`, whose field values `value` gives; returns the words' hashes.
+    fn touch_one(
+        &self,
+        mask: &Arc<Mask>,
+        values: &[u64],
+        value: impl Fn(KeyField) -> u128,
+    ) -> WriteHashes {
+        let h = self.spare.write_hashes(mask, values);
+        self.spare.touch_hashed(mask, &h);
         self.warm_entries(mask, value);
+        h
     }
 
     /// Prefetches the trie jump entries an insertion or removal of a rule of mask `mask`
@@ -1404,10 +1415,9 @@ impl<T> Ops<'_, T> {
                     // the replay of the last commit, which its application waits for.
                     let h = &mut self.held[0];
                     let values = h.values.as_slice();
-                    let wh = self.cls.spare.write_hashes(&h.mask, values);
-                    self.cls.spare.touch_hashed(&h.mask, &wh);
-                    self.cls
-                        .warm_entries(&h.mask, |f| field_value(&h.mask, values, f));
+                    let wh = self
+                        .cls
+                        .touch_one(&h.mask, values, |f| field_value(&h.mask, values, f));
                     h.hashes = Some(wh);
                 }
                 if self.held.len() == TOUCH_GROUP {
@@ -1430,22 +1440,20 @@ impl<T> Ops<'_, T> {
             self.cls.sync_spare();
             self.synced = true;
         }
-        let many = self.held.len() > 1;
-        for h in &mut self.held {
-            if h.hashes.is_none() {
-                let wh = self.cls.spare.write_hashes(&h.mask, h.values.as_slice());
-                if many {
-                    self.cls.spare.touch_hashed(&h.mask, &wh);
-                }
-                h.hashes = Some(wh);
+        if self.held.len() > 1 {
+            for h in &mut self.held {
+                let spare = &self.cls.spare;
+                let wh = *h
+                    .hashes
+                    .get_or_insert_with(|| spare.write_hashes(&h.mask, h.values.as_slice()));
+                spare.touch_hashed(&h.mask, &wh);
             }
         }
         let alone = self.n == 1;
         for h in self.held.drain(..) {
-            let wh = h.hashes.unwrap_or_else(|| {
-                debug_assert!(false, "hashed above");
-                self.cls.spare.write_hashes(&h.mask, h.values.as_slice())
-            });
+            let wh = h
+                .hashes
+                .unwrap_or_else(|| self.cls.spare.write_hashes(&h.mask, h.values.as_slice()));
             let prim = self.cls.prim_insert(
                 (h.mask, h.values),
                 h.priority,
