@@ -219,6 +219,14 @@ enum Api {
 }
 
 impl Api {
+    /// Lookups/s of `n` lookups over `keys` through this API, and the hit count.
+    fn lookups(self, reader: &Reader<u64>, keys: &[FlowKey], n: usize, wc: bool) -> (f64, usize) {
+        match self {
+            Api::Single => lookups(reader, keys, n, wc),
+            Api::Batch => lookups_batched(reader, keys, n, wc),
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Api::Single => "single",
@@ -257,10 +265,7 @@ fn lookup_points(
                 let mut rates = Vec::new();
                 let mut hits = 0;
                 for _ in 0..args.reps {
-                    let (r, h) = match api {
-                        Api::Single => lookups(&reader, keys, args.lookups, wc),
-                        Api::Batch => lookups_batched(&reader, keys, args.lookups, wc),
-                    };
+                    let (r, h) = api.lookups(&reader, keys, args.lookups, wc);
                     rates.push(r);
                     hits = h;
                 }
@@ -647,10 +652,7 @@ fn ovs_pairs(
         a.push(x);
         b.push(y);
         for (api, ratios) in &mut pairs {
-            let rate = |wc: bool| match api {
-                Api::Single => lookups(&reader, &w.hits, args.lookups, wc).0,
-                Api::Batch => lookups_batched(&reader, &w.hits, args.lookups, wc).0,
-            };
+            let rate = |wc: bool| api.lookups(&reader, &w.hits, args.lookups, wc).0;
             ratios.push([rate(false) / x, rate(true) / y]);
         }
     }
