@@ -167,6 +167,10 @@ pub struct RuleSet<T> {
     /// This version's handles on the tries, which both versions and the writer share (the
     /// writer's side, [`Trie`], is the classifier's; see [`crate::trie`]).
     tries: Vec<TrieView>,
+    /// Bit `t` set if trie `t`'s readers walk from its root, not from a jump table (a trie of
+    /// fewer than a thousand or so nodes): [`Subtable::explain_miss`] may probe a stage's index
+    /// before walking such tries.
+    small_tries: u8,
     /// Trie changes of the current batch, per trie, as (prefix, length, +1/-1), applied
     /// sorted by [`RuleSet::finish_batch`] so that consecutive walks share their upper path in
     /// cache.
@@ -248,6 +252,7 @@ impl<T> RuleSet<T> {
             by_mask: HashMap::default(),
             order: Vec::new(),
             tries: prefixes.iter().map(|_| TrieView::default()).collect(),
+            small_tries: u8::MAX,
             trie_pending: prefixes.iter().map(|_| Vec::new()).collect(),
             last_gone: prefixes.iter().map(|_| Vec::new()).collect(),
             touched: Vec::new(),
@@ -340,7 +345,9 @@ impl<T> RuleSet<T> {
                     Best::found(&mut best, r, st.priority_range())
                 }
                 None => {
-                    let ctx = ctx.get_or_insert_with(|| TrieCtx::new(&self.prefixes, &self.tries));
+                    let ctx = ctx.get_or_insert_with(|| {
+                        TrieCtx::new(&self.prefixes, &self.tries, self.small_tries)
+                    });
                     st.explain_miss(key, self.seed, probed.then_some(&raw), ctx, wc);
                 }
             }
@@ -489,8 +496,9 @@ impl<T> RuleSet<T> {
                         Best::found(&mut best[i], r, st.priority_range())
                     }
                     None if WC => {
-                        let ctx = ctxs[i]
-                            .get_or_insert_with(|| TrieCtx::new(&self.prefixes, &self.tries));
+                        let ctx = ctxs[i].get_or_insert_with(|| {
+                            TrieCtx::new(&self.prefixes, &self.tries, self.small_tries)
+                        });
                         let raw = (probe & (1 << i) != 0).then_some(&raws[i]);
                         st.explain_miss(&keys[i], self.seed, raw, ctx, &mut wcs[i]);
                     }
@@ -725,6 +733,7 @@ impl<T> RuleSet<T> {
                 *view = trie.view().clone();
             }
         }
+        self.small_tries = small_set(&self.tries);
     }
 
     /// After a failed batch was undone (this version holds what the published one holds
@@ -943,6 +952,15 @@ fn sort_prefixes(v: &mut [(u128, u8, i8)], width: u8) {
     } else {
         v.sort_unstable_by_key(|(bits, len, _)| (*bits, *len));
     }
+}
+
+/// The set of tries (bit `t` for `tries[t]`) whose readers walk from the root.
+fn small_set(tries: &[TrieView]) -> u8 {
+    tries
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| !v.walks_from_jump())
+        .fold(0, |s, (t, _)| s | 1 << t)
 }
 
 fn mask_id(m: &Arc<Mask>) -> usize {

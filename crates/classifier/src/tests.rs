@@ -662,6 +662,61 @@ fn wildcards_staged_miss_consults_only_early_stage() {
     assert_eq!(wc, want);
 }
 
+/// One subtable of 5-tuple-like rules over two destinations (a trie of three nodes, walked
+/// from its root): a probed miss asks the L3 stage index before the trie, and its consulted
+/// bits are those the tries-first order gives, whichever of the three ends it has.
+#[test]
+fn a_probed_miss_over_small_tries_consults_what_tries_first_would() {
+    let rule = |dst: u32, port: u16| {
+        let mut m = v4_match(dst, 32);
+        m.set_exact(fields::NW_PROTO, 6);
+        m.set_exact(fields::TP_DST, u128::from(port));
+        m
+    };
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(rule(0x0a00_0001, 80), 10, 0, 1).unwrap();
+    cls.insert(rule(0x0a00_0002, 22), 10, 0, 2).unwrap();
+    let packet = |dst: u32, proto: u128, port: u128| {
+        let mut k = v4_packet(dst);
+        k.set(fields::NW_PROTO, proto);
+        k.set(fields::TP_DST, port);
+        k
+    };
+    let wc_of = |k: &FlowKey| {
+        let mut single = FlowKey::default();
+        assert!(cls.reader().lookup(k, Some(&mut single)).is_none());
+        let mut out = [None];
+        let mut batch = [FlowKey::default()];
+        cls.reader()
+            .snapshot()
+            .lookup_batch(std::slice::from_ref(k), &mut out, Some(&mut batch));
+        assert_eq!(
+            batch[0], single,
+            "batch and single lookups consult the same bits"
+        );
+        single
+    };
+    let consulted = |w: &FlowKey| {
+        [
+            fields::DL_TYPE,
+            fields::NW_DST,
+            fields::NW_PROTO,
+            fields::TP_DST,
+        ]
+        .map(|f| w.get(f))
+    };
+    // The L3 stage is in the index (a rule has this address and protocol): the miss is at L4.
+    let w = wc_of(&packet(0x0a00_0001, 6, 22));
+    assert_eq!(consulted(&w), [0xffff, 0xffff_ffff, 0xff, 0xffff]);
+    // Not in the index, and the trie has the address: the whole L3 stage, no ports.
+    let w = wc_of(&packet(0x0a00_0001, 17, 80));
+    assert_eq!(consulted(&w), [0xffff, 0xffff_ffff, 0xff, 0]);
+    // Not in the index, and the trie rules the address out after 29 bits (0x0a000009 leaves
+    // 0x0a000000/30 at bit 28): those bits, not the protocol.
+    let w = wc_of(&packet(0x0a00_0009, 6, 80));
+    assert_eq!(consulted(&w), [0xffff, 0xffff_fff8, 0, 0]);
+}
+
 #[test]
 fn lookup_equal_priority_earliest_insert_wins() {
     let mut cls: Classifier<u32> = Classifier::new();
