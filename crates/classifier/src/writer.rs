@@ -308,7 +308,7 @@ pub(crate) fn validate(m: &Match) -> Result<(), Error> {
     m.check_prerequisites().map_err(Error::Prerequisite)
 }
 
-/// The first half of [`validate`]: no mask bit outside the fields.
+/// The first of a match's two checks: no mask bit outside the fields.
 fn validate_mask(m: &Match) -> Result<(), Error> {
     static VALID: std::sync::OnceLock<FlowKey> = std::sync::OnceLock::new();
     let valid = VALID.get_or_init(FlowKey::valid_bits);
@@ -380,7 +380,7 @@ impl<T> Classifier<T> {
     }
 
     /// An empty classifier that keeps prefix tries over `prefixes` (at most
-    /// [`MAX_PREFIXES`](crate::MAX_PREFIXES) distinct fields; none turns prefix tracking off).
+    /// [`MAX_PREFIXES`] distinct fields; none turns prefix tracking off).
     pub fn with_prefixes(prefixes: &[KeyField]) -> Result<Self, Error> {
         if prefixes.len() > MAX_PREFIXES {
             return Err(Error::TooManyPrefixes {
@@ -896,9 +896,10 @@ impl<T> Classifier<T> {
         spare.recycle(log);
     }
 
-    /// [`validate`], skipping both checks when the mask and prerequisite bits are those of a
-    /// recent match that passed them (the checks cost several times the comparison), and the
-    /// prerequisite check when the interned mask remembers those bits.
+    /// [`validate_mask`] and [`Match::check_prerequisites`], skipping both checks when the mask and
+    /// prerequisite bits are those of a recent match that passed them (the checks cost several
+    /// times the comparison), and the prerequisite check when the interned mask remembers those
+    /// bits.
     fn validate(&mut self, m: &Match) -> Result<(), Error> {
         self.validate_interned(m, None)
     }
