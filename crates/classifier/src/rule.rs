@@ -66,6 +66,9 @@ pub(crate) struct Mask {
     /// Per stage of [`STAGES`], the tries (bit `t` for prefix field `t`) whose field lies in
     /// that stage and has a prefix length here: the tries a miss consults at that stage.
     pub(crate) stage_tries: [u8; STAGES.len()],
+    /// Per prefix field with a length here, the position in `idx` where its stage begins:
+    /// the words a miss that its trie rules out consults besides the trie's bits.
+    pub(crate) trie_pos: [u8; MAX_PREFIXES],
     /// The writer's: [`Match::prereq_bits`](openflow::Match::prereq_bits) of matches with this
     /// mask that passed the prerequisite check, which depends on the mask and those bits alone
     /// (bit 32 marks a slot in use). Readers never read it.
@@ -105,10 +108,18 @@ impl Mask {
         }
         let mut trie_plens = [0u8; MAX_PREFIXES];
         let mut stage_tries = [0u8; STAGES.len()];
+        let mut trie_pos = [0u8; MAX_PREFIXES];
         for (t, (plen, pf)) in trie_plens.iter_mut().zip(prefixes).enumerate() {
             *plen = prefix_len(key, pf.field).unwrap_or(0);
             if *plen != 0 {
                 stage_tries[usize::from(pf.stage)] |= 1 << t;
+                // The end of the last stage before the field's (the field's stage is here).
+                trie_pos[t] = stage_ids
+                    .iter()
+                    .zip(&stage_ends)
+                    .take_while(|(s, _)| **s < pf.stage)
+                    .last()
+                    .map_or(0, |(_, e)| *e);
             }
         }
         Mask {
@@ -119,6 +130,7 @@ impl Mask {
             stage_ids: stage_ids.into(),
             trie_plens,
             stage_tries,
+            trie_pos,
             valid_prereqs: Default::default(),
         }
     }

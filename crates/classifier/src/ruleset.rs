@@ -328,11 +328,18 @@ impl<T> RuleSet<T> {
             let Some(st) = self.subtables[*i as usize].as_ref() else {
                 continue;
             };
-            // A subtable that an earlier walk rules out misses: skip its hash probe. A probe
-            // keeps the hash chain at the stage ends, so that its miss is explained without
-            // hashing again (OVS's 1,000-rule set, nine lookups in ten misses: 4 to 8% faster).
+            // A subtable that an earlier walk rules out misses: skip its hash probe, and its
+            // explanation too where the consulted bits already hold one. A probe keeps the
+            // hash chain at the stage ends, so that its miss is explained without hashing
+            // again (OVS's 1,000-rule set, nine lookups in ten misses: 4 to 8% faster).
             let mut raw = Raw::default();
-            let probed = !ctx.as_ref().is_some_and(|c| c.rules_out(&st.mask));
+            let out = ctx.as_ref().and_then(|c| c.ruled_out(&st.mask));
+            if let (Some((t, n)), Some(c)) = (out, &ctx) {
+                if c.explained(&st.mask, t, n, wc) {
+                    continue;
+                }
+            }
+            let probed = out.is_none();
             let found = if probed {
                 let hash = st.hash_key_staged(key, self.seed, &mut raw);
                 st.find_hashed(key, hash)
@@ -342,6 +349,9 @@ impl<T> RuleSet<T> {
             match found {
                 Some(r) => {
                     st.mask.or_into(wc, st.mask.idx.len());
+                    if let Some(c) = &mut ctx {
+                        c.note_words(&st.mask, st.mask.idx.len());
+                    }
                     Best::found(&mut best, r, st.priority_range())
                 }
                 None => {
@@ -455,13 +465,23 @@ impl<T> RuleSet<T> {
             // Hash every key, then (for a table too large for the caches) prefetch every key's
             // home cell and entry, so that all of a batch's cache misses are in flight together.
             ruled_out = 0;
+            // Keys a trie rules out whose consulted bits already prove it: nothing to do.
+            let mut explained = 0u32;
             let mut m = live;
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
-                if WC && ctxs[i].as_ref().is_some_and(|c| c.rules_out(&st.mask)) {
-                    ruled_out |= 1 << i;
-                    continue;
+                if WC {
+                    if let Some(c) = &ctxs[i] {
+                        if let Some((t, n)) = c.ruled_out(&st.mask) {
+                            if !c.explained(&st.mask, t, n, &wcs[i]) {
+                                ruled_out |= 1 << i;
+                            } else {
+                                explained |= 1 << i;
+                            }
+                            continue;
+                        }
+                    }
                 }
                 hashes[i] = if WC {
                     st.hash_key_staged(&keys[i], self.seed, &mut raws[i])
@@ -469,7 +489,7 @@ impl<T> RuleSet<T> {
                     st.hash_key(&keys[i], self.seed)
                 };
             }
-            let probe = live & !ruled_out;
+            let probe = live & !ruled_out & !explained;
             let mut touched = 0;
             let mut m = if st.worth_touching() { probe } else { 0 };
             while m != 0 {
@@ -479,7 +499,7 @@ impl<T> RuleSet<T> {
             }
             std::hint::black_box(touched);
             // Then probe and compare, all in cache now.
-            let mut m = live;
+            let mut m = live & !explained;
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
@@ -492,6 +512,9 @@ impl<T> RuleSet<T> {
                     Some(r) => {
                         if WC {
                             st.mask.or_into(&mut wcs[i], st.mask.idx.len());
+                            if let Some(c) = &mut ctxs[i] {
+                                c.note_words(&st.mask, st.mask.idx.len());
+                            }
                         }
                         Best::found(&mut best[i], r, st.priority_range())
                     }

@@ -96,6 +96,9 @@ pub(crate) struct TrieCtx<'a> {
     /// The tries walked from their roots (see [`RuleSet`](crate::RuleSet)'s `small_tries`).
     small: u8,
     walks: [Walk; crate::rule::MAX_PREFIXES],
+    /// Per trie, leading bits of its field this lookup's explanations have ORed into its
+    /// consulted bits (they may hold more: a stage or a hit ORs whole fields).
+    covered: [u8; crate::rule::MAX_PREFIXES],
 }
 
 impl<'a> TrieCtx<'a> {
@@ -111,6 +114,7 @@ impl<'a> TrieCtx<'a> {
             tries,
             small,
             walks: Default::default(),
+            covered: [0; crate::rule::MAX_PREFIXES],
         }
     }
 
@@ -158,15 +162,27 @@ impl<'a> TrieCtx<'a> {
         }
     }
 
-    /// True if a trie walk already made for this lookup proves that no rule with mask `m`
-    /// matches. Walks no further (a hit must not pay for a walk) and consults nothing by
-    /// itself: the caller explains the miss with [`Subtable::explain_miss`].
+    /// If a trie walk already made for this lookup proves that no rule with mask `m` matches,
+    /// the first such trie and the leading bits of its field the proof needs. Walks no
+    /// further (a hit must not pay for a walk) and consults nothing by itself: the caller
+    /// explains the miss ([`TrieCtx::explained`], else [`Subtable::explain_miss`]).
     #[inline]
-    pub(crate) fn rules_out(&self, m: &Mask) -> bool {
+    pub(crate) fn ruled_out(&self, m: &Mask) -> Option<(usize, u8)> {
         self.walks
             .iter()
             .zip(m.trie_plens.iter())
-            .any(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m().has_len(*plen))
+            .position(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m().has_len(*plen))
+            .map(|t| (t, self.walks[t].m().examined.min(m.trie_plens[t])))
+    }
+
+    /// True if `wc` already holds a proof that no rule with mask `m` matches, trie `t` having
+    /// ruled it out on the first `n` bits of its field ([`TrieCtx::ruled_out`]): those bits
+    /// (an explanation of this lookup ORed them) and every word of the stages before the
+    /// field's. The check a lookup makes for each subtable a trie rules out, most of which
+    /// (misses of a mixed-mask set: eighteen of twenty) an earlier explanation has covered.
+    #[inline]
+    pub(crate) fn explained(&self, m: &Mask, t: usize, n: u8, wc: &FlowKey) -> bool {
+        self.covered[t] >= n && m.covered_by(wc, usize::from(m.trie_pos[t]))
     }
 
     /// If a trie of `set` (bit `t` for trie `t`) rules the subtable with mask `m` out, ORs
@@ -174,12 +190,32 @@ impl<'a> TrieCtx<'a> {
     #[inline(always)]
     fn skip_set(&mut self, m: &Mask, set: u8, key: &FlowKey, wc: &mut FlowKey) -> bool {
         match self.ruling_trie(m, set, key) {
-            Some((field, add)) => {
+            Some((t, n)) => {
+                let (field, add) = self.bits(t, n);
                 wc.set(field, wc.get(field) | add);
+                self.covered[t] = self.covered[t].max(n);
                 true
             }
             None => false,
         }
+    }
+
+    /// Notes that the consulted bits hold mask `m`'s first `end` words (`end` a stage's end):
+    /// its whole prefix on each field of those stages.
+    #[inline]
+    pub(crate) fn note_words(&mut self, m: &Mask, end: usize) {
+        for ((c, plen), pos) in self.covered.iter_mut().zip(&m.trie_plens).zip(&m.trie_pos) {
+            if *plen != 0 && usize::from(*pos) < end {
+                *c = (*c).max(*plen);
+            }
+        }
+    }
+
+    /// Trie `t`'s field and its first `n` bits as a mask in the field's position.
+    #[inline]
+    fn bits(&self, t: usize, n: u8) -> (KeyField, u128) {
+        let field = self.prefixes[t].field;
+        (field, prefix_mask(n) >> (128 - u32::from(field.width)))
     }
 
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, the field
@@ -189,26 +225,23 @@ impl<'a> TrieCtx<'a> {
         match m.stage_tries[usize::from(stage)] {
             // Most stages have no trie, and cost no call.
             0 => None,
-            set => self.ruling_trie(m, set, key),
+            set => self.ruling_trie(m, set, key).map(|(t, n)| self.bits(t, n)),
         }
     }
 
-    /// [`TrieCtx::skip_bits`] over the tries of `set` (bit `t` for trie `t`). Out of line:
-    /// inlined, with the walk in it, into both of its callers, it made the explanation a quarter
-    /// slower on OVS's 1,000-rule set (run 20).
+    /// The first trie of `set` (bit `t` for trie `t`) that rules the subtable with mask `m`
+    /// out, walking as far as needed, and the leading bits of its field the proof needs. Out of
+    /// line: inlined, with the walk in it, into both of its callers, it made the explanation a
+    /// quarter slower on OVS's 1,000-rule set (run 20).
     #[inline(never)]
-    fn ruling_trie(&mut self, m: &Mask, mut set: u8, key: &FlowKey) -> Option<(KeyField, u128)> {
+    fn ruling_trie(&mut self, m: &Mask, mut set: u8, key: &FlowKey) -> Option<(usize, u8)> {
         while set != 0 {
             let t = set.trailing_zeros() as usize;
             set &= set - 1;
-            let (plen, pf) = (m.trie_plens[t], &self.prefixes[t]);
+            let plen = m.trie_plens[t];
             let res = self.walk(t, key, plen);
             if !res.has_len(plen) {
-                let n = res.examined.min(plen);
-                return Some((
-                    pf.field,
-                    prefix_mask(n) >> (128 - u32::from(pf.field.width)),
-                ));
+                return Some((t, res.examined.min(plen)));
             }
         }
         None
@@ -1618,6 +1651,7 @@ impl<T> Subtable<T> {
                         end
                     };
                     m.or_into(wc, upto);
+                    tries.note_words(m, upto);
                     return;
                 }
                 if tries.skip_set(m, set, key, wc) {
@@ -1640,10 +1674,12 @@ impl<T> Subtable<T> {
             pos = end;
             if !self.index[j].contains(ph) {
                 m.or_into(wc, end);
+                tries.note_words(m, end);
                 return;
             }
         }
         m.or_into(wc, m.idx.len());
+        tries.note_words(m, m.idx.len());
     }
 
     /// For a subtable that a trie walk made already rules out: true if

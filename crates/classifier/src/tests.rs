@@ -717,6 +717,28 @@ fn a_probed_miss_over_small_tries_consults_what_tries_first_would() {
     assert_eq!(consulted(&w), [0xffff, 0xffff_fff8, 0, 0]);
 }
 
+/// A subtable a trie walk rules out is explained with the stages before the trie's (the
+/// staged order's bits, as OVS's), even where an earlier explanation already consulted the
+/// trie's bits: a lookup skips only explanations its consulted bits already hold whole.
+#[test]
+fn a_ruled_out_subtable_consults_its_earlier_stages() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a01_0100, 24), 30, 0, 1).unwrap();
+    let mut m = v4_match(0x0a01_0200, 24);
+    m.set_exact(fields::IN_PORT, 1);
+    cls.insert(m, 20, 0, 2).unwrap();
+    cls.insert(v4_match(0x0a01_0000, 16), 10, 0, 3).unwrap();
+    let mut pkt = v4_packet(0x0a09_0909);
+    pkt.set(fields::IN_PORT, 5);
+    let mut wc = FlowKey::default();
+    assert!(cls.reader().lookup(&pkt, Some(&mut wc)).is_none());
+    // 0x0a09 and 0x0a01 first differ at bit 12 of the address; the in_port rule's subtable
+    // adds its port, which its stage index does not have.
+    assert_eq!(wc.get(fields::NW_DST), 0xfff8_0000);
+    assert_eq!(wc.get(fields::IN_PORT), 0xffff_ffff);
+    assert_eq!(wc.get(fields::DL_TYPE), 0xffff);
+}
+
 #[test]
 fn lookup_equal_priority_earliest_insert_wins() {
     let mut cls: Classifier<u32> = Classifier::new();
