@@ -356,7 +356,12 @@ impl<T> RuleSet<T> {
                 }
                 None => {
                     let ctx = ctx.get_or_insert_with(|| {
-                        TrieCtx::new(&self.prefixes, &self.tries, self.small_tries)
+                        TrieCtx::new(
+                            &self.prefixes,
+                            &self.tries,
+                            self.small_tries,
+                            self.order.len() > 1,
+                        )
                     });
                     st.explain_miss(key, self.seed, probed.then_some(&raw), ctx, wc);
                 }
@@ -520,7 +525,12 @@ impl<T> RuleSet<T> {
                     }
                     None if WC => {
                         let ctx = ctxs[i].get_or_insert_with(|| {
-                            TrieCtx::new(&self.prefixes, &self.tries, self.small_tries)
+                            TrieCtx::new(
+                                &self.prefixes,
+                                &self.tries,
+                                self.small_tries,
+                                self.order.len() > 1,
+                            )
                         });
                         let raw = (probe & (1 << i) != 0).then_some(&raws[i]);
                         st.explain_miss(&keys[i], self.seed, raw, ctx, &mut wcs[i]);

@@ -88,6 +88,16 @@ fn left_aligned(key: &FlowKey, field: KeyField) -> u128 {
     key.get(field) << (128 - u32::from(field.width))
 }
 
+/// A trie that rules a subtable out ([`TrieCtx::ruling_trie`]): trie `t`, on the first `n`
+/// bits of its field; `add`, those bits in the field's position.
+#[derive(Debug, Clone, Copy)]
+struct Ruling {
+    t: usize,
+    n: u8,
+    field: KeyField,
+    add: u128,
+}
+
 /// Lazily computed trie walks for one lookup, one per prefix field.
 #[derive(Debug)]
 pub(crate) struct TrieCtx<'a> {
@@ -97,8 +107,11 @@ pub(crate) struct TrieCtx<'a> {
     small: u8,
     walks: [Walk; crate::rule::MAX_PREFIXES],
     /// Per trie, leading bits of its field this lookup's explanations have ORed into its
-    /// consulted bits (they may hold more: a stage or a hit ORs whole fields).
+    /// consulted bits (they may hold more: a stage or a hit ORs whole fields). Kept only in
+    /// a rule set of several subtables: in one of one subtable no later subtable asks.
     covered: [u8; crate::rule::MAX_PREFIXES],
+    /// True if the rule set has more than one subtable.
+    many: bool,
 }
 
 impl<'a> TrieCtx<'a> {
@@ -108,6 +121,7 @@ impl<'a> TrieCtx<'a> {
         prefixes: &'a [PrefixField],
         tries: &'a [crate::trie::TrieView],
         small: u8,
+        many: bool,
     ) -> Self {
         TrieCtx {
             prefixes,
@@ -115,6 +129,7 @@ impl<'a> TrieCtx<'a> {
             small,
             walks: Default::default(),
             covered: [0; crate::rule::MAX_PREFIXES],
+            many,
         }
     }
 
@@ -190,10 +205,9 @@ impl<'a> TrieCtx<'a> {
     #[inline(always)]
     fn skip_set(&mut self, m: &Mask, set: u8, key: &FlowKey, wc: &mut FlowKey) -> bool {
         match self.ruling_trie(m, set, key) {
-            Some((t, n)) => {
-                let (field, add) = self.bits(t, n);
-                wc.set(field, wc.get(field) | add);
-                self.covered[t] = self.covered[t].max(n);
+            Some(r) => {
+                wc.set(r.field, wc.get(r.field) | r.add);
+                self.covered[r.t] = self.covered[r.t].max(r.n);
                 true
             }
             None => false,
@@ -204,18 +218,14 @@ impl<'a> TrieCtx<'a> {
     /// its whole prefix on each field of those stages.
     #[inline]
     pub(crate) fn note_words(&mut self, m: &Mask, end: usize) {
+        if !self.many {
+            return;
+        }
         for ((c, plen), pos) in self.covered.iter_mut().zip(&m.trie_plens).zip(&m.trie_pos) {
             if *plen != 0 && usize::from(*pos) < end {
                 *c = (*c).max(*plen);
             }
         }
-    }
-
-    /// Trie `t`'s field and its first `n` bits as a mask in the field's position.
-    #[inline]
-    fn bits(&self, t: usize, n: u8) -> (KeyField, u128) {
-        let field = self.prefixes[t].field;
-        (field, prefix_mask(n) >> (128 - u32::from(field.width)))
     }
 
     /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, the field
@@ -225,7 +235,7 @@ impl<'a> TrieCtx<'a> {
         match m.stage_tries[usize::from(stage)] {
             // Most stages have no trie, and cost no call.
             0 => None,
-            set => self.ruling_trie(m, set, key).map(|(t, n)| self.bits(t, n)),
+            set => self.ruling_trie(m, set, key).map(|r| (r.field, r.add)),
         }
     }
 
@@ -234,14 +244,20 @@ impl<'a> TrieCtx<'a> {
     /// line: inlined, with the walk in it, into both of its callers, it made the explanation a
     /// quarter slower on OVS's 1,000-rule set (run 20).
     #[inline(never)]
-    fn ruling_trie(&mut self, m: &Mask, mut set: u8, key: &FlowKey) -> Option<(usize, u8)> {
+    fn ruling_trie(&mut self, m: &Mask, mut set: u8, key: &FlowKey) -> Option<Ruling> {
         while set != 0 {
             let t = set.trailing_zeros() as usize;
             set &= set - 1;
-            let plen = m.trie_plens[t];
+            let (plen, pf) = (m.trie_plens[t], &self.prefixes[t]);
             let res = self.walk(t, key, plen);
             if !res.has_len(plen) {
-                return Some((t, res.examined.min(plen)));
+                let n = res.examined.min(plen);
+                return Some(Ruling {
+                    t,
+                    n,
+                    field: pf.field,
+                    add: prefix_mask(n) >> (128 - u32::from(pf.field.width)),
+                });
             }
         }
         None
