@@ -1622,9 +1622,9 @@ impl<T> Subtable<T> {
 
     /// After [`Subtable::find`] missed, or a trie walk ruled the subtable out: ORs into `wc`
     /// the bits that prove the miss for every packet agreeing with `key` on them (tries first,
-    /// then stage indices; the bits are the same where a probed subtable's small stage asks
-    /// its index first). With `raw`, the hash chain at the stage ends as
-    /// [`Subtable::hash_key_staged`] left it for the probe that missed, the stage indices'
+    /// then stage indices; the same bits, but for an index's hash collision, where a probed
+    /// subtable's small stage asks its index first). With `raw`, the hash chain at the stage ends
+    /// as [`Subtable::hash_key_staged`] left it for the probe that missed, the stage indices'
     /// hashes are finished from it; without (no probe), the words are hashed stage by stage,
     /// only as far as the stage that proves the miss.
     pub(crate) fn explain_miss(
@@ -1650,10 +1650,11 @@ impl<T> Subtable<T> {
                 // asks the index first: if the index has the key's stage, no trie of the
                 // stage can rule the subtable out (a rule there has the key's address bits),
                 // and the walks are skipped; if not, the tries still get their say, so the
-                // bits are those of the tries-first order. OVS's 1,000-rule set passes its L3
-                // index in two misses of five, and walked both address tries for nothing
-                // there; large tries (random addresses, which they rule out at once) keep the
-                // tries-first order.
+                // bits are those of the tries-first order (more only where two stages' hashes
+                // collide in the index, which consults later stages too). OVS's 1,000-rule set
+                // passes its L3 index in two misses of five, and walked both
+                // address tries for nothing there; large tries (random addresses,
+                // which they rule out at once) keep the tries-first order.
                 if let Some(r) =
                     raw.filter(|_| j + 1 < n && set & !tries.small == 0 && self.index[j].small())
                 {
