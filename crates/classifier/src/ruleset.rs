@@ -297,6 +297,12 @@ impl<T> RuleSet<T> {
 
     #[inline]
     fn lookup_nowc(&self, key: &FlowKey) -> Option<&Arc<Rule<T>>> {
+        // One subtable: its best rule is the answer (as in `lookup_wc`).
+        if let [(_, i)] = self.order[..] {
+            if let Some(st) = self.subtables[i as usize].as_ref() {
+                return st.find(key, self.seed);
+            }
+        }
         let mut best: Option<Best<'_, T>> = None;
         for (max_prio, i) in &self.order {
             if let Some(b) = &mut best {

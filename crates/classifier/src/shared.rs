@@ -162,8 +162,11 @@ impl SharedCells {
     }
 
     /// The first position on `hash`'s probe sequence whose tag is `hash`'s and for which `is`
-    /// holds. Stops at an empty cell.
-    #[inline]
+    /// holds. Stops at an empty cell. Always inlined: with a one-subtable shortcut in
+    /// `RuleSet::lookup_nowc` (one more caller) the compiler made it a call, and OVS's
+    /// 1,000-rule set ran 18.5M instructions more in 400,000 lookups; inlined, exact 5-tuple
+    /// lookups run 13% fewer.
+    #[inline(always)]
     pub(crate) fn find(
         &self,
         hash: u64,
