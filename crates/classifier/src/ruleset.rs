@@ -297,11 +297,8 @@ impl<T> RuleSet<T> {
 
     #[inline]
     fn lookup_nowc(&self, key: &FlowKey) -> Option<&Arc<Rule<T>>> {
-        // One subtable: its best rule is the answer (as in `lookup_wc`).
-        if let [(_, i)] = self.order[..] {
-            if let Some(st) = self.subtables[i as usize].as_ref() {
-                return st.find(key, self.seed);
-            }
+        if let Some(st) = self.sole_subtable() {
+            return st.find(key, self.seed);
         }
         let mut best: Option<Best<'_, T>> = None;
         for (max_prio, i) in &self.order {
@@ -322,12 +319,9 @@ impl<T> RuleSet<T> {
 
     #[inline]
     fn lookup_wc(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<Rule<T>>> {
-        // One subtable (an exact-match table, OVS's benchmark sets): its best rule is the
-        // answer, and no later subtable asks what the explanation learnt.
-        if let [(_, i)] = self.order[..] {
-            if let Some(st) = self.subtables[i as usize].as_ref() {
-                return self.lookup_wc_one(st, key, wc);
-            }
+        // No later subtable asks what the explanation learnt.
+        if let Some(st) = self.sole_subtable() {
+            return self.lookup_wc_one(st, key, wc);
         }
         let mut best: Option<Best<'_, T>> = None;
         // Made at the first miss: a lookup that hits at once pays nothing for the tries.
@@ -368,19 +362,33 @@ impl<T> RuleSet<T> {
                     Best::found(&mut best, r, st.priority_range())
                 }
                 None => {
-                    let ctx = ctx.get_or_insert_with(|| {
-                        TrieCtx::new(
-                            &self.prefixes,
-                            &self.tries,
-                            self.small_tries,
-                            self.order.len() > 1,
-                        )
-                    });
+                    let ctx = ctx.get_or_insert_with(|| self.trie_ctx());
                     st.explain_miss(key, self.seed, probed.then_some(&raw), ctx, wc);
                 }
             }
         }
         best.map(|b| b.rule)
+    }
+
+    /// The subtable of a rule set of one subtable (an exact-match table, OVS's benchmark
+    /// sets): its best rule is a lookup's answer.
+    #[inline]
+    fn sole_subtable(&self) -> Option<&Subtable<T>> {
+        match self.order[..] {
+            [(_, i)] => self.subtables[i as usize].as_ref(),
+            _ => None,
+        }
+    }
+
+    /// A lookup's trie context: no walk begun, nothing noted.
+    #[inline]
+    fn trie_ctx(&self) -> TrieCtx<'_> {
+        TrieCtx::new(
+            &self.prefixes,
+            &self.tries,
+            self.small_tries,
+            self.order.len() > 1,
+        )
     }
 
     /// [`RuleSet::lookup_wc`] in a rule set of the one subtable `st`.
@@ -397,7 +405,7 @@ impl<T> RuleSet<T> {
         match found {
             Some(_) => st.mask.or_into(wc, st.mask.idx.len()),
             None => {
-                let mut ctx = TrieCtx::new(&self.prefixes, &self.tries, self.small_tries, false);
+                let mut ctx = self.trie_ctx();
                 st.explain_miss(key, self.seed, Some(&raw), &mut ctx, wc);
             }
         }
@@ -558,14 +566,7 @@ impl<T> RuleSet<T> {
                         Best::found(&mut best[i], r, st.priority_range())
                     }
                     None if WC => {
-                        let ctx = ctxs[i].get_or_insert_with(|| {
-                            TrieCtx::new(
-                                &self.prefixes,
-                                &self.tries,
-                                self.small_tries,
-                                self.order.len() > 1,
-                            )
-                        });
+                        let ctx = ctxs[i].get_or_insert_with(|| self.trie_ctx());
                         let raw = (probe & (1 << i) != 0).then_some(&raws[i]);
                         st.explain_miss(&keys[i], self.seed, raw, ctx, &mut wcs[i]);
                     }

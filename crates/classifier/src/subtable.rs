@@ -1652,9 +1652,9 @@ impl<T> Subtable<T> {
                 // and the walks are skipped; if not, the tries still get their say, so the
                 // bits are those of the tries-first order (more only where two stages' hashes
                 // collide in the index, which consults later stages too). OVS's 1,000-rule set
-                // passes its L3 index in two misses of five, and walked both
-                // address tries for nothing there; large tries (random addresses,
-                // which they rule out at once) keep the tries-first order.
+                // passes its L3 index in two misses of five, and walked both address tries for
+                // nothing there; large tries (random addresses, which they rule out at once)
+                // keep the tries-first order.
                 if let Some(r) =
                     raw.filter(|_| j + 1 < n && set & !tries.small == 0 && self.index[j].small())
                 {
