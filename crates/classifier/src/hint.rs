@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 use std::sync::Arc;
 
-use crate::shared::Cell;
+use crate::shared::{Cell, Row};
 use crate::trie::{Narrow, Wide};
 
 /// A type of which a value whose bytes are all zero is a valid value (`0` for an atomic
@@ -29,6 +29,8 @@ unsafe impl Zeroable for AtomicU32 {}
 unsafe impl Zeroable for AtomicU64 {}
 // SAFETY: a cell is an array of `AtomicU64` and nothing else.
 unsafe impl Zeroable for Cell {}
+// SAFETY: a row line is an array of `AtomicU64` and nothing else.
+unsafe impl Zeroable for Row {}
 // SAFETY: a trie node of either layout is a struct of `AtomicU64`s and nothing else.
 unsafe impl Zeroable for Narrow {}
 // SAFETY: as above.

@@ -17,8 +17,9 @@
 //! **Tuple-space search.** Rules with the same mask share a subtable, a hash table keyed by
 //! the masked value. The hash covers only the mask's non-zero words, precomputed per mask
 //! like OVS's miniflow maps. A lookup compares the value words without touching the rule:
-//! a cell holds up to four inline (an exact 5-tuple has four), and wider masks keep every
-//! cell's words in one dense array per subtable. Subtables are sorted by their
+//! a cell holds up to four inline (an exact 5-tuple has four), and wider masks keep the rest of
+//! a cell's words in its row, cache lines in an array beside the cells at the cell's position
+//! (so that a probe loads the cell, its row and its entry together). Subtables are sorted by their
 //! highest priority, and a lookup stops as soon as no remaining subtable can hold a rule of
 //! the best priority found (subtables with that same priority are still probed, for the
 //! tie rule). Each subtable keeps the range of its rules' priorities, and a lookup decides
@@ -96,11 +97,11 @@
 //! [`Classifier::commit_with`] commits the same way from
 //! operations given one at a time (no [`Batch`] is built; a writer that keeps the rules' matches in
 //! their payloads passes them by reference). Rules are shared by both versions (`Arc<Rule<T>>`),
-//! and so are the large arrays: each subtable's cells, stage indices and wide values are written
-//! once, in place, while readers of the published version probe them (atomics; see `shared.rs` for
-//! the protocol: a version sees a cell only if its own entry array has an entry at the cell's
-//! position, so a cell made for the spare is invisible to the published version, and a cell
-//! is buried only once neither version has an entry there). The replay onto the other version
+//! and so are the large arrays: each subtable's cells (with their rows) and stage indices are
+//! written once, in place, while readers of the published version probe them (atomics; see
+//! `shared.rs` for the protocol: a version sees a cell only if its own entry array has an entry at
+//! the cell's position, so a cell made for the spare is invisible to the published version, and a
+//! cell is buried only once neither version has an entry there). The replay onto the other version
 //! then copies entries at the positions the batch changed, takes the removed rules' prefixes out
 //! of the shared tries and takes the subtable order; only the entry arrays exist twice.
 //! [`Classifier::memory`] reports the bytes per rule.

@@ -35,9 +35,11 @@
 //!   it can. Keys whose count fell to zero stay in place (so that probes past them still find what
 //!   follows) until the next growth drops them. Readers see a live flag per key; the counts sit in
 //!   an array of their own, which only the writer reads and writes.
-//! - **Wide values** (masks of more than `N_INLINE` words) live in an array by *wide slot* (the
-//!   cell's `slot` word), written before the cell that refers to them is published, unchanged while
-//!   the cell is live.
+//! - **Wide values** (masks of more than `N_INLINE` words): a cell keeps the first `N_INLINE`
+//!   words, and the rest sit in the cell's *row*, whole cache lines in an array beside the cells at
+//!   the cell's position. A row is written with its cell, before the tag, and follows the same
+//!   protocol: a lookup finds the cell and its row from the position alone, so their loads go out
+//!   together, as the arena slot's does.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -69,8 +71,8 @@ const TOMB: u8 = 1;
 /// Fewest cells (and index slots) a non-empty array has.
 pub(crate) const MIN_CELLS: usize = 8;
 
-/// One cell: up to `N_INLINE` value words, or for wide masks the slot of its values in
-/// [`SharedWide`] (in the first word). 32 bytes: two to a cache line, none across two.
+/// One cell: up to `N_INLINE` value words (for wide masks the first `N_INLINE`, the rest in
+/// its [`Row`]). 32 bytes: two to a cache line, none across two.
 #[derive(Debug, Default)]
 #[repr(align(32))]
 pub(crate) struct Cell {
@@ -107,12 +109,32 @@ impl Cell {
         }
     }
 
-    /// The wide slot (masks of more than `N_INLINE` words).
+    /// The first `N_INLINE` words equal `want`'s first (a wide mask's cell).
     #[inline]
-    #[allow(clippy::cast_possible_truncation)] // Stored from a `u32`.
-    pub(crate) fn slot(&self) -> u32 {
-        self.vals[0].load(Ordering::Relaxed) as u32
+    pub(crate) fn holds_first(&self, want: impl Iterator<Item = u64>) -> bool {
+        let mut eq = true;
+        for (w, v) in self.vals.iter().zip(want) {
+            eq &= w.load(Ordering::Relaxed) == v;
+        }
+        eq
     }
+}
+
+/// Words of a [`Row`].
+const ROW_WORDS: usize = 8;
+
+/// A line of a wide mask's row: the value words after a cell's first `N_INLINE`, eight to
+/// a cache line (a mask of eleven words, OVS's benchmark's, needs one).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct Row {
+    vals: [AtomicU64; ROW_WORDS],
+}
+
+/// Row lines a cell of a mask of `n` words has: none up to `N_INLINE`.
+#[inline]
+pub(crate) fn row_lines(n: usize) -> usize {
+    n.saturating_sub(N_INLINE).div_ceil(ROW_WORDS)
 }
 
 /// A subtable's cells (see the module documentation). A clone shares the arrays (held in
@@ -121,21 +143,25 @@ impl Cell {
 pub(crate) struct SharedCells {
     tags: Arc<[AtomicU8]>,
     cells: Arc<[Cell]>,
+    /// Wide masks: each cell's row, [`row_lines`] lines from the cell's position times that.
+    rows: Arc<[Row]>,
 }
 
 impl Default for SharedCells {
     fn default() -> Self {
-        SharedCells::with_cells(0)
+        SharedCells::with_cells(0, 0)
     }
 }
 
 impl SharedCells {
-    /// An array of `len` (a power of two, or 0) empty cells.
-    pub(crate) fn with_cells(len: usize) -> Self {
+    /// An array of `len` (a power of two, or 0) empty cells for values of `n` words (rows
+    /// beside them if `n` is more than `N_INLINE`).
+    pub(crate) fn with_cells(len: usize, n: usize) -> Self {
         SharedCells {
             // `EMPTY` is 0.
             tags: zeroed(len),
             cells: zeroed(len),
+            rows: zeroed(len * row_lines(n)),
         }
     }
 
@@ -155,10 +181,49 @@ impl SharedCells {
         self.cells.len().wrapping_sub(1)
     }
 
-    /// The cell at `at`.
+    /// True if the words after the first `N_INLINE` of the wide cell at `at` (values of
+    /// `want.len() + N_INLINE` words) are `want`'s. False out of range.
     #[inline]
-    pub(crate) fn cell(&self, at: usize) -> &Cell {
-        &self.cells[at]
+    pub(crate) fn row_holds(&self, at: usize, want: impl ExactSizeIterator<Item = u64>) -> bool {
+        let lines = want.len().div_ceil(ROW_WORDS);
+        let Some(row) = self.rows.get(at * lines..(at + 1) * lines) else {
+            return false;
+        };
+        let mut eq = true;
+        for (w, v) in row.iter().flat_map(|r| r.vals.iter()).zip(want) {
+            eq &= w.load(Ordering::Relaxed) == v;
+        }
+        eq
+    }
+
+    /// The first line of the row of the wide cell at `at` (values of `n` words), to prefetch.
+    #[inline]
+    pub(crate) fn row_line(&self, at: usize, n: usize) -> Option<&Row> {
+        self.rows.get(at * row_lines(n))
+    }
+
+    /// The value words of the cell at `at` (values of `n` words) into `out`.
+    pub(crate) fn values(&self, at: usize, n: usize, out: &mut Vec<u64>) {
+        out.clear();
+        let c = &self.cells[at];
+        out.extend((0..n.min(N_INLINE)).map(|k| c.val(k)));
+        let lines = row_lines(n);
+        if let Some(row) = self.rows.get(at * lines..(at + 1) * lines) {
+            out.extend(
+                row.iter()
+                    .flat_map(|r| r.vals.iter())
+                    .take(n.saturating_sub(N_INLINE))
+                    .map(|w| w.load(Ordering::Relaxed)),
+            );
+        }
+    }
+
+    /// True if the cell at `at` holds the value words `values` (its row too, for a wide
+    /// mask).
+    #[inline]
+    pub(crate) fn holds_at(&self, at: usize, values: &[u64]) -> bool {
+        let (first, rest) = values.split_at(values.len().min(N_INLINE));
+        self.cells[at].holds(first) && (rest.is_empty() || self.row_holds(at, rest.iter().copied()))
     }
 
     /// The first position on `hash`'s probe sequence whose tag is `hash`'s and for which `is`
@@ -238,12 +303,23 @@ impl SharedCells {
         }
     }
 
-    /// Writer: fills cell `at` (empty or a tombstone) with `vals` (the inline words, or for
-    /// a wide mask the wide slot alone), then publishes it under `hash`'s tag.
+    /// Writer: fills cell `at` (empty or a tombstone) with the value words `vals` (the row
+    /// too, for a wide mask), then publishes it under `hash`'s tag.
     pub(crate) fn put(&self, at: usize, hash: u64, vals: &[u64]) {
         let c = &self.cells[at];
         for (w, v) in c.vals.iter().zip(vals) {
             w.store(*v, Ordering::Relaxed);
+        }
+        let rest = vals.get(N_INLINE..).unwrap_or_default();
+        let lines = rest.len().div_ceil(ROW_WORDS);
+        debug_assert!(
+            rest.is_empty() || self.rows.len() >= (at + 1) * lines,
+            "a wide value in cells without rows"
+        );
+        if let Some(row) = self.rows.get(at * lines..(at + 1) * lines) {
+            for (w, v) in row.iter().flat_map(|r| r.vals.iter()).zip(rest) {
+                w.store(*v, Ordering::Relaxed);
+            }
         }
         self.tags[at].store(tag(hash), Ordering::Release);
     }
@@ -272,6 +348,7 @@ impl SharedCells {
     /// Bytes of the arrays.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.cells.len() * (std::mem::size_of::<Cell>() + 1)
+            + self.rows.len() * std::mem::size_of::<Row>()
     }
 }
 
@@ -455,76 +532,6 @@ impl SharedIndex {
     }
 }
 
-/// The value words of a wide mask's cells, `n` per wide slot (the cell's first word).
-#[derive(Debug, Clone)]
-pub(crate) struct SharedWide {
-    words: Arc<[AtomicU64]>,
-}
-
-impl Default for SharedWide {
-    fn default() -> Self {
-        SharedWide {
-            words: Arc::from(Vec::new()),
-        }
-    }
-}
-
-impl SharedWide {
-    /// True if `other` shares this array.
-    pub(crate) fn same(&self, other: &SharedWide) -> bool {
-        Arc::ptr_eq(&self.words, &other.words)
-    }
-
-    /// Room for `n_words` words, the first ones copied from `old`.
-    pub(crate) fn grown(old: &SharedWide, n_words: usize) -> Self {
-        let words: Arc<[AtomicU64]> = (0..n_words)
-            .map(|i| AtomicU64::new(old.words.get(i).map_or(0, |w| w.load(Ordering::Relaxed))))
-            .collect();
-        SharedWide { words }
-    }
-
-    /// Number of words there is room for.
-    pub(crate) fn len(&self) -> usize {
-        self.words.len()
-    }
-
-    /// True if the words from `at` are `want` (false if out of range).
-    #[inline]
-    pub(crate) fn holds(&self, at: usize, want: &[u64]) -> bool {
-        match self.words.get(at..at + want.len()) {
-            Some(ws) => ws
-                .iter()
-                .zip(want)
-                .all(|(w, v)| w.load(Ordering::Relaxed) == *v),
-            None => false,
-        }
-    }
-
-    /// The `n` words from `at`, if in range.
-    #[inline]
-    pub(crate) fn slice(&self, at: usize, n: usize) -> Option<&[AtomicU64]> {
-        self.words.get(at..at + n)
-    }
-
-    /// The word at `at` (0 out of range).
-    #[inline]
-    pub(crate) fn word(&self, at: usize) -> u64 {
-        self.words.get(at).map_or(0, |w| w.load(Ordering::Relaxed))
-    }
-
-    /// Writer: stores `vals` from `at` (in range).
-    pub(crate) fn put(&self, at: usize, vals: &[u64]) {
-        for (w, v) in self.words[at..at + vals.len()].iter().zip(vals) {
-            w.store(*v, Ordering::Relaxed);
-        }
-    }
-
-    /// Bytes of the array.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.words.len() * 8
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -540,7 +547,7 @@ mod tests {
     fn shared_cells_random_churn_finds_exactly_the_live_values() {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
-        let c = SharedCells::with_cells(1024);
+        let c = SharedCells::with_cells(1024, 2);
         let mut rng = SmallRng::seed_from_u64(7);
         // value -> (hash, position)
         let mut live: HashMap<u64, (u64, usize)> = HashMap::new();
@@ -571,6 +578,43 @@ mod tests {
                 }
                 assert_eq!(c.live().count(), live.len());
             }
+        }
+    }
+
+    /// Wide values (eleven words, a row of one line; thirteen, of two): a cell and its row
+    /// hold the whole value, a cell reused after its burial holds the new value alone, and
+    /// values that differ only in the row's words (the first line's, or the second's) are
+    /// told apart.
+    #[test]
+    fn shared_cells_rows_hold_wide_values_and_are_rewritten_on_reuse() {
+        for n in [11usize, 13] {
+            let c = SharedCells::with_cells(16, n);
+            let value = |seed: u64| -> Vec<u64> { (0..n as u64).map(|k| seed * 100 + k).collect() };
+            let h = 5u64 << 32 | 0x0300_0000;
+            let a = value(1);
+            let (at, tomb) = c.free_cell(h);
+            assert!(!tomb);
+            c.put(at, h, &a);
+            assert!(c.holds_at(at, &a));
+            let mut out = Vec::new();
+            c.values(at, n, &mut out);
+            assert_eq!(out, a);
+            // Differs only in the last word (the row's last line).
+            let mut a2 = a.clone();
+            a2[n - 1] ^= 1;
+            assert!(!c.holds_at(at, &a2));
+            assert_eq!(c.find(h, |p, _| c.holds_at(p, &a2)), None);
+            assert_eq!(c.find(h, |p, _| c.holds_at(p, &a)), Some(at));
+            c.bury(at);
+            let b = value(2);
+            let (at2, tomb) = c.free_cell(h);
+            assert!(tomb);
+            assert_eq!(at2, at);
+            c.put(at2, h, &b);
+            assert!(c.holds_at(at2, &b));
+            assert!(!c.holds_at(at2, &a));
+            c.values(at2, n, &mut out);
+            assert_eq!(out, b);
         }
     }
 

@@ -25,7 +25,7 @@ use packet::key::{FlowKey, KeyField};
 use crate::hint::prefetch;
 use crate::rule::{finish, mix_at, Mask, Rule};
 use crate::ruleset::RECYCLE_MAX;
-use crate::shared::{Cell, SharedCells, SharedIndex, SharedWide, MIN_CELLS, N_INLINE};
+use crate::shared::{SharedCells, SharedIndex, MIN_CELLS, N_INLINE};
 use crate::trie::{prefix_mask, TrieMatch, Walk};
 use crate::PrefixField;
 
@@ -446,10 +446,6 @@ fn count_priority(counts: &mut BTreeMap<u32, u32>, priority: u32, add: bool) {
 /// the replay copies it from the published version (whose batch changed it last).
 #[derive(Debug)]
 struct WriterState {
-    /// Wide slots no live cell names (masks of more than `N_INLINE` words).
-    free: Vec<u32>,
-    /// Wide slots handed out so far.
-    n_slots: u32,
     /// Live cells, tombstones and load limit of the newest cell array of each segment (one
     /// for an unsplit subtable).
     counts: Vec<SegCount>,
@@ -461,8 +457,6 @@ struct WriterState {
 impl Clone for WriterState {
     fn clone(&self) -> Self {
         WriterState {
-            free: self.free.clone(),
-            n_slots: self.n_slots,
             counts: self.counts.clone(),
             ix: self.ix.clone(),
         }
@@ -470,8 +464,6 @@ impl Clone for WriterState {
 
     /// Field by field, into the vectors' own memory: a replay copies the state at every commit.
     fn clone_from(&mut self, source: &Self) {
-        self.free.clone_from(&source.free);
-        self.n_slots = source.n_slots;
         self.counts.clone_from(&source.counts);
         for (mine, theirs) in self.ix.iter_mut().zip(&source.ix) {
             mine.clone_from(theirs);
@@ -482,8 +474,6 @@ impl Clone for WriterState {
 impl Default for WriterState {
     fn default() -> Self {
         WriterState {
-            free: Vec::new(),
-            n_slots: 0,
             counts: vec![SegCount::default()],
             ix: std::array::from_fn(|_| vec![SegCount::default()]),
         }
@@ -765,10 +755,6 @@ pub(crate) struct Subtable<T> {
     one: Seg<T>,
     /// The segments of a split one (empty until split; see [`SEG_BITS`]).
     segs: Vec<Seg<T>>,
-    /// For masks of more than `N_INLINE` words: the cells' value words, `mask.idx.len()` per
-    /// wide slot, so that a lookup compares them in one dense array instead of in rules
-    /// scattered over the heap.
-    wide: SharedWide,
     /// Partial-hash counts for each touched stage but the last (the first
     /// `mask.stage_ends.len() - 1`; in place, so that a probe reaches each in one pointer).
     index: [IxSegs; N_INDEX],
@@ -794,7 +780,6 @@ impl<T> Subtable<T> {
             mask,
             one: Seg::default(),
             segs: Vec::new(),
-            wide: SharedWide::default(),
             index: Default::default(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             ws: WriterState::default(),
@@ -813,7 +798,6 @@ impl<T> Subtable<T> {
             mask: self.mask.clone(),
             one: self.one.clone(),
             segs: self.segs.clone(),
-            wide: self.wide.clone(),
             index: self.index.clone(),
             id: self.id,
             ws: self.ws.clone(),
@@ -884,9 +868,6 @@ impl<T> Subtable<T> {
                     .all(|(a, b)| a.cells.same(&b.cells) && a.arena.len() == b.arena.len()),
             "a growth not replayed"
         );
-        if !self.wide.same(&published.wide) {
-            self.wide = published.wide.clone();
-        }
         for (mine, theirs) in self.index.iter_mut().zip(published.index.iter()) {
             // Equal unless the batch grew the index.
             if !mine.same(theirs) {
@@ -958,7 +939,7 @@ impl<T> Subtable<T> {
 
     /// Buries the cells of the positions `log`'s batch emptied that this version does not use
     /// (after a replay or a roll-back, this version holds what the published one holds): each
-    /// becomes a tombstone, its stage-index counts fall and its wide slot is free.
+    /// becomes a tombstone and its stage-index counts fall.
     pub(crate) fn bury(&mut self, log: &SubLog<T>, seed: u64) {
         if log.emptied.is_empty() {
             return;
@@ -975,7 +956,6 @@ impl<T> Subtable<T> {
             }
             let mut partial = Partial::default();
             self.hashes(rule.values.as_slice(), seed, &mut partial);
-            let slot = seg.cells.cell(l).slot();
             seg.cells.bury(l);
             let c = &mut self.ws.counts[k];
             debug_assert!(c.live > 0, "live cells miscounted");
@@ -984,9 +964,6 @@ impl<T> Subtable<T> {
             for (j, ph) in partial.0[..partial.1].iter().enumerate() {
                 let counted = self.index[j].of(*ph).1.dec(*ph);
                 debug_assert!(counted, "a buried value was not counted");
-            }
-            if self.mask.idx.len() > N_INLINE {
-                self.ws.free.push(slot);
             }
         }
     }
@@ -1125,22 +1102,13 @@ impl<T> Subtable<T> {
         self.slot(at)?.as_ref()
     }
 
-    /// True if cell `c` holds masked value words `values`.
-    #[inline]
-    fn cell_holds(&self, c: &Cell, values: &[u64]) -> bool {
-        let n = values.len();
-        if n <= N_INLINE {
-            c.holds(values)
-        } else {
-            self.wide.holds(c.slot() as usize * n, values)
-        }
-    }
-
     /// The live cell holding `values` (hash `hash`), whether or not this version uses it (a
     /// value has at most one live cell).
     fn cell_of(&self, values: &[u64], hash: u64) -> Option<usize> {
         let (k, seg) = self.seg_of(hash);
-        let l = seg.cells.find(hash, |_, c| self.cell_holds(c, values))?;
+        let l = seg
+            .cells
+            .find(hash, |at, _| seg.cells.holds_at(at, values))?;
         Some(pack(k, l) as usize)
     }
 
@@ -1194,23 +1162,6 @@ impl<T> Subtable<T> {
     /// Makes a cell for `values` (hash `hash`, partial hashes `partial`), growing the arrays
     /// as needed; returns its position.
     fn new_cell(&mut self, values: &[u64], hash: u64, partial: &Partial, seed: u64) -> usize {
-        let n = values.len();
-        let slot = if n > N_INLINE {
-            let ws = &mut self.ws;
-            let s = ws.free.pop().unwrap_or_else(|| {
-                ws.n_slots += 1;
-                ws.n_slots - 1
-            });
-            let end = (s as usize + 1) * n;
-            if self.wide.len() < end {
-                let want = (end * 2).max(MIN_CELLS * n);
-                self.wide = SharedWide::grown(&self.wide, want);
-            }
-            self.wide.put(s as usize * n, values);
-            s
-        } else {
-            0
-        };
         let (k, _) = self.seg_of(hash);
         let c = self.ws.counts[k];
         if c.live + c.tombs + 1 > c.limit {
@@ -1219,9 +1170,7 @@ impl<T> Subtable<T> {
         // Again: a split moves the value to a segment of its own.
         let (k, seg) = self.seg_of(hash);
         let (l, tomb) = seg.cells.free_cell(hash);
-        let slot_word = [u64::from(slot)];
-        let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
-        seg.cells.put(l, hash, inline);
+        seg.cells.put(l, hash, values);
         let c = &mut self.ws.counts[k];
         c.live += 1;
         debug_assert!(c.tombs >= u32::from(tomb), "tombstones miscounted");
@@ -1291,27 +1240,6 @@ impl<T> Subtable<T> {
         }
     }
 
-    /// The value words of cell `c` (`buf` for inline values, `wide_buf` for wide ones).
-    fn values_of<'b>(
-        &self,
-        c: &Cell,
-        buf: &'b mut [u64; N_INLINE],
-        wide_buf: &'b mut Vec<u64>,
-    ) -> &'b [u64] {
-        let n = self.mask.idx.len();
-        if n <= N_INLINE {
-            for (k, v) in buf[..n].iter_mut().enumerate() {
-                *v = c.val(k);
-            }
-            &buf[..n]
-        } else {
-            let s = c.slot() as usize;
-            wide_buf.clear();
-            wide_buf.extend((0..n).map(|k| self.wide.word(s * n + k)));
-            wide_buf
-        }
-    }
-
     /// Copies the live cells of segment `k` (the one table of an unsplit subtable) into a new
     /// array with room for twice as many (tombstones dropped), or, where an unsplit table would
     /// outgrow [`SPLIT_CELLS`], into `SEGS` segments; moves this version's entries along. The
@@ -1327,13 +1255,13 @@ impl<T> Subtable<T> {
         let split = unsplit && len_one > SPLIT_CELLS;
         let old = std::mem::take(self.seg_mut(k));
         let n = self.mask.idx.len();
-        let (mut buf, mut wide_buf) = ([0u64; N_INLINE], Vec::new());
+        let mut values = Vec::with_capacity(n);
         let seg_of = |hash: u64| if split { seg_no(hash) } else { 0 };
         let lens: Vec<usize> = if split {
             let mut per = [0usize; SEGS];
             for from in old.cells.live() {
-                let values = self.values_of(old.cells.cell(from), &mut buf, &mut wide_buf);
-                per[seg_of(rehash(&self.mask.idx, values, seed))] += 1;
+                old.cells.values(from, n, &mut values);
+                per[seg_of(rehash(&self.mask.idx, &values, seed))] += 1;
             }
             per.iter()
                 .enumerate()
@@ -1347,7 +1275,7 @@ impl<T> Subtable<T> {
         let mut new: Vec<Seg<T>> = lens
             .iter()
             .map(|len| Seg {
-                cells: SharedCells::with_cells(*len),
+                cells: SharedCells::with_cells(*len, n),
                 arena: nones(*len),
             })
             .collect();
@@ -1357,16 +1285,12 @@ impl<T> Subtable<T> {
         // live): no `None` written back, and no pass to drop the old array.
         let mut entries = old.arena.into_iter().enumerate();
         for from in old.cells.live() {
-            let c = old.cells.cell(from);
-            let s = c.slot();
-            let values = self.values_of(c, &mut buf, &mut wide_buf);
-            let hash = rehash(&self.mask.idx, values, seed);
+            old.cells.values(from, n, &mut values);
+            let hash = rehash(&self.mask.idx, &values, seed);
             let t = seg_of(hash);
             let dst = &mut new[t];
             let (at, _) = dst.cells.free_cell(hash);
-            let slot_word = [u64::from(s)];
-            let inline: &[u64] = if n <= N_INLINE { values } else { &slot_word };
-            dst.cells.put(at, hash, inline);
+            dst.cells.put(at, hash, &values);
             to[from] = pack(if split { t } else { k }, at);
             for (i, e) in entries.by_ref() {
                 if i == from {
@@ -1555,14 +1479,20 @@ impl<T> Subtable<T> {
     fn find_wide(&self, key: &FlowKey, hash: u64) -> Option<&Arc<Rule<T>>> {
         let m = &*self.mask;
         let n = m.idx.len();
+        let masked = |(i, b): (&u8, &u64)| key.words[usize::from(*i)] & b;
+        // The cell, its row and the arena slot all at `at`: their loads go out together.
         let (_, seg) = self.seg_of(hash);
         let mut hit = None;
         seg.cells.find(hash, |at, c| {
-            self.wide.slice(c.slot() as usize * n, n).is_some_and(|ws| {
-                ws.iter()
-                    .zip(m.idx.iter().zip(m.bits.iter()))
-                    .all(|(w, (i, b))| w.load(Ordering::Relaxed) == key.words[usize::from(*i)] & b)
-            }) && {
+            let first = m.idx[..N_INLINE]
+                .iter()
+                .zip(&m.bits[..N_INLINE])
+                .map(masked);
+            let rest = m.idx[N_INLINE..n]
+                .iter()
+                .zip(&m.bits[N_INLINE..n])
+                .map(masked);
+            c.holds_first(first) && seg.cells.row_holds(at, rest) && {
                 hit = seg.entry(at);
                 hit.is_some()
             }
@@ -1571,29 +1501,24 @@ impl<T> Subtable<T> {
     }
 
     /// Brings in what a hit on `hash` reads first, if its home cell's tag matches: the home
-    /// cell and the arena slot beside it, prefetched (for wide masks, the first word of the
-    /// cell's wide slot too, which needs the cell: loaded). They depend on no other key's, so
-    /// a batch asks for all of them before any comparison waits; returns a word derived from
-    /// what it loaded, so that the loads are not optimised away. Prefetches rather than loads
-    /// for inline values: 4 to 7% more batch hits a second at 16K and 256K rules (a runtime
+    /// cell, its row (wide masks) and the arena slot beside it, prefetched. They depend on no
+    /// other key's, so a batch asks for all of them before any comparison waits. Prefetches
+    /// rather than loads: 4 to 7% more batch hits a second at 16K and 256K rules (a runtime
     /// switch in one binary, run 18); a load holds up retirement, and 32 keys' worth of
     /// hashing and loads do not all fit in the reorder window.
     #[inline]
-    pub(crate) fn touch(&self, hash: u64) -> u64 {
+    pub(crate) fn touch(&self, hash: u64) {
         let (_, seg) = self.seg_of(hash);
         let Some((at, c)) = seg.cells.home_cell(hash) else {
-            return 0;
+            return;
         };
-        let n = self.mask.idx.len();
-        if n <= N_INLINE {
-            prefetch(c);
-            if let Some(slot) = seg.arena.get(at) {
-                prefetch(slot);
-            }
-            return 0;
+        prefetch(c);
+        if let Some(r) = seg.cells.row_line(at, self.mask.idx.len()) {
+            prefetch(r);
         }
-        self.wide.word(c.slot() as usize * n)
-            ^ seg.entry(at).map_or(0, |e| Arc::as_ptr(&e.head) as u64)
+        if let Some(slot) = seg.arena.get(at) {
+            prefetch(slot);
+        }
     }
 
     /// The hash of `key`'s words under this subtable's mask, as [`Subtable::hash_key`], with
@@ -1745,7 +1670,6 @@ impl<T> Subtable<T> {
     /// Bytes of the arrays both versions share.
     pub(crate) fn shared_bytes(&self) -> usize {
         self.tables().map(|s| s.cells.heap_bytes()).sum::<usize>()
-            + self.wide.heap_bytes()
             + self.index.iter().map(|ix| ix.heap_bytes()).sum::<usize>()
     }
 }

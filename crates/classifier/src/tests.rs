@@ -1106,8 +1106,8 @@ fn commit_concurrent_readers_never_see_buried_or_reused_cells() {
     check_buried_or_reused_cells(false);
 }
 
-/// The same with a mask of more than four words, whose values live in the shared wide array
-/// by slot (reused too).
+/// The same with a mask of more than four words, whose words past the fourth live in the
+/// cell's row (rewritten when the cell is reused).
 #[test]
 fn commit_concurrent_readers_never_see_buried_or_reused_wide_cells() {
     check_buried_or_reused_cells(true);
@@ -1387,8 +1387,8 @@ fn commit_large_batches_agree_with_naive() {
     }
 }
 
-/// Rules with masks wider than the inline words keep their values in the subtable's dense
-/// array; removing them in any order keeps the others findable.
+/// Rules with masks wider than the inline words keep their words past the fourth in their
+/// cells' rows; removing them in any order keeps the others findable.
 #[test]
 fn remove_wide_rules_any_order_keeps_others() {
     let mut rng = SmallRng::seed_from_u64(11);
