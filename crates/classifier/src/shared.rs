@@ -143,8 +143,9 @@ pub(crate) fn row_lines(n: usize) -> usize {
 pub(crate) struct SharedCells {
     tags: Arc<[AtomicU8]>,
     cells: Arc<[Cell]>,
-    /// Wide masks: each cell's row, [`row_lines`] lines from the cell's position times that.
-    rows: Arc<[Row]>,
+    /// Wide masks: each cell's row, [`row_lines`] lines from the cell's position times that
+    /// (none for narrower masks: a growth of their cells allocates no empty array).
+    rows: Option<Arc<[Row]>>,
 }
 
 impl Default for SharedCells {
@@ -161,7 +162,7 @@ impl SharedCells {
             // `EMPTY` is 0.
             tags: zeroed(len),
             cells: zeroed(len),
-            rows: zeroed(len * row_lines(n)),
+            rows: (row_lines(n) > 0).then(|| zeroed(len * row_lines(n))),
         }
     }
 
@@ -186,7 +187,7 @@ impl SharedCells {
     #[inline]
     pub(crate) fn row_holds(&self, at: usize, want: impl ExactSizeIterator<Item = u64>) -> bool {
         let lines = want.len().div_ceil(ROW_WORDS);
-        let Some(row) = self.rows.get(at * lines..(at + 1) * lines) else {
+        let Some(row) = self.row(at, lines) else {
             return false;
         };
         let mut eq = true;
@@ -196,25 +197,35 @@ impl SharedCells {
         eq
     }
 
+    /// The row of the cell at `at`, of `lines` lines (`None` if out of range or no rows).
+    #[inline]
+    fn row(&self, at: usize, lines: usize) -> Option<&[Row]> {
+        self.rows.as_deref()?.get(at * lines..(at + 1) * lines)
+    }
+
     /// The first line of the row of the wide cell at `at` (values of `n` words), to prefetch.
     #[inline]
     pub(crate) fn row_line(&self, at: usize, n: usize) -> Option<&Row> {
-        self.rows.get(at * row_lines(n))
+        self.rows.as_deref()?.get(at * row_lines(n))
     }
 
-    /// The value words of the cell at `at` (values of `n` words) into `out`.
-    pub(crate) fn values(&self, at: usize, n: usize, out: &mut Vec<u64>) {
-        out.clear();
+    /// The value words of the cell at `at` into `out` (as long as the values: its first
+    /// `N_INLINE` from the cell, the rest from its row).
+    #[inline]
+    pub(crate) fn values(&self, at: usize, out: &mut [u64]) {
         let c = &self.cells[at];
-        out.extend((0..n.min(N_INLINE)).map(|k| c.val(k)));
-        let lines = row_lines(n);
-        if let Some(row) = self.rows.get(at * lines..(at + 1) * lines) {
-            out.extend(
-                row.iter()
-                    .flat_map(|r| r.vals.iter())
-                    .take(n.saturating_sub(N_INLINE))
-                    .map(|w| w.load(Ordering::Relaxed)),
-            );
+        let (first, rest) = out.split_at_mut(out.len().min(N_INLINE));
+        for (k, v) in first.iter_mut().enumerate() {
+            *v = c.val(k);
+        }
+        if rest.is_empty() {
+            return;
+        }
+        let lines = rest.len().div_ceil(ROW_WORDS);
+        if let Some(row) = self.row(at, lines) {
+            for (v, w) in rest.iter_mut().zip(row.iter().flat_map(|r| r.vals.iter())) {
+                *v = w.load(Ordering::Relaxed);
+            }
         }
     }
 
@@ -310,14 +321,12 @@ impl SharedCells {
         for (w, v) in c.vals.iter().zip(vals) {
             w.store(*v, Ordering::Relaxed);
         }
-        let rest = vals.get(N_INLINE..).unwrap_or_default();
-        let lines = rest.len().div_ceil(ROW_WORDS);
-        debug_assert!(
-            rest.is_empty() || self.rows.len() >= (at + 1) * lines,
-            "a wide value in cells without rows"
-        );
-        if let Some(row) = self.rows.get(at * lines..(at + 1) * lines) {
-            for (w, v) in row.iter().flat_map(|r| r.vals.iter()).zip(rest) {
+        if let Some(rest) = vals.get(N_INLINE..).filter(|r| !r.is_empty()) {
+            let lines = rest.len().div_ceil(ROW_WORDS);
+            let row = self.row(at, lines);
+            debug_assert!(row.is_some(), "a wide value in cells without rows");
+            let words = row.unwrap_or_default().iter().flat_map(|r| r.vals.iter());
+            for (w, v) in words.zip(rest) {
                 w.store(*v, Ordering::Relaxed);
             }
         }
@@ -348,7 +357,7 @@ impl SharedCells {
     /// Bytes of the arrays.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.cells.len() * (std::mem::size_of::<Cell>() + 1)
-            + self.rows.len() * std::mem::size_of::<Row>()
+            + self.rows.as_deref().map_or(0, <[Row]>::len) * std::mem::size_of::<Row>()
     }
 }
 
@@ -596,8 +605,8 @@ mod tests {
             assert!(!tomb);
             c.put(at, h, &a);
             assert!(c.holds_at(at, &a));
-            let mut out = Vec::new();
-            c.values(at, n, &mut out);
+            let mut out = vec![0; n];
+            c.values(at, &mut out);
             assert_eq!(out, a);
             // Differs only in the last word (the row's last line).
             let mut a2 = a.clone();
@@ -613,7 +622,7 @@ mod tests {
             c.put(at2, h, &b);
             assert!(c.holds_at(at2, &b));
             assert!(!c.holds_at(at2, &a));
-            c.values(at2, n, &mut out);
+            c.values(at2, &mut out);
             assert_eq!(out, b);
         }
     }

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use packet::key::{FlowKey, KeyField};
+use packet::key::{FlowKey, KeyField, KEY_WORDS};
 
 use crate::hint::prefetch;
 use crate::rule::{finish, mix_at, Mask, Rule};
@@ -1255,13 +1255,14 @@ impl<T> Subtable<T> {
         let split = unsplit && len_one > SPLIT_CELLS;
         let old = std::mem::take(self.seg_mut(k));
         let n = self.mask.idx.len();
-        let mut values = Vec::with_capacity(n);
+        let mut buf = [0u64; KEY_WORDS];
+        let values = &mut buf[..n];
         let seg_of = |hash: u64| if split { seg_no(hash) } else { 0 };
         let lens: Vec<usize> = if split {
             let mut per = [0usize; SEGS];
             for from in old.cells.live() {
-                old.cells.values(from, n, &mut values);
-                per[seg_of(rehash(&self.mask.idx, &values, seed))] += 1;
+                old.cells.values(from, values);
+                per[seg_of(rehash(&self.mask.idx, values, seed))] += 1;
             }
             per.iter()
                 .enumerate()
@@ -1285,12 +1286,12 @@ impl<T> Subtable<T> {
         // live): no `None` written back, and no pass to drop the old array.
         let mut entries = old.arena.into_iter().enumerate();
         for from in old.cells.live() {
-            old.cells.values(from, n, &mut values);
-            let hash = rehash(&self.mask.idx, &values, seed);
+            old.cells.values(from, values);
+            let hash = rehash(&self.mask.idx, values, seed);
             let t = seg_of(hash);
             let dst = &mut new[t];
             let (at, _) = dst.cells.free_cell(hash);
-            dst.cells.put(at, hash, &values);
+            dst.cells.put(at, hash, values);
             to[from] = pack(if split { t } else { k }, at);
             for (i, e) in entries.by_ref() {
                 if i == from {
