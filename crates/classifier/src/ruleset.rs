@@ -421,7 +421,7 @@ impl<T> RuleSet<T> {
     /// home cell and entry prefetched before any key's entry is compared, so the cache misses
     /// of a batch overlap instead of following one another (as the datapath's megaflow cache
     /// does). A rule set of several subtables that all fit in the caches is looked up key by
-    /// key.
+    /// key, and one of a single subtable by that subtable's finds alone (`batch_one`).
     ///
     /// # Panics
     ///
@@ -441,6 +441,20 @@ impl<T> RuleSet<T> {
                 w.len() >= keys.len(),
                 "lookup_batch: `wcs` is shorter than `keys`"
             );
+        }
+        // One subtable (an exact-match table, OVS's benchmark sets): its finds alone, each
+        // key's lines prefetched first if the table is too large for the caches.
+        if let Some(st) = self.sole_subtable() {
+            for (c, keys) in keys.chunks(BATCH).enumerate() {
+                let at = c * BATCH..c * BATCH + keys.len();
+                self.batch_one(
+                    st,
+                    keys,
+                    &mut out[at.clone()],
+                    wcs.as_deref_mut().map(|w| &mut w[at]),
+                );
+            }
+            return;
         }
         // Several subtables, all small enough for the caches: key by key. Going subtable by
         // subtable overlaps cache misses there are none of, and keeps a whole batch's keys,
@@ -472,6 +486,61 @@ impl<T> RuleSet<T> {
             match wcs.as_deref_mut() {
                 None => self.batch::<false>(keys, out, &mut []),
                 Some(w) => self.batch::<true>(keys, out, &mut w[at]),
+            }
+        }
+    }
+
+    /// One batch of at most [`BATCH`] keys in a rule set of the one subtable `st`: as
+    /// [`RuleSet::lookup_wc_one`] and [`RuleSet::lookup_nowc`] would look each key up, with
+    /// every key hashed (and, in a table too large for the caches, its lines prefetched)
+    /// before any is compared. Without the priority bookkeeping and per-key trie contexts of
+    /// [`RuleSet::batch`], which a single subtable does not need.
+    #[inline]
+    fn batch_one<'a>(
+        &'a self,
+        st: &'a Subtable<T>,
+        keys: &[FlowKey],
+        out: &mut [Option<&'a Arc<Rule<T>>>],
+        wcs: Option<&mut [FlowKey]>,
+    ) {
+        debug_assert!(keys.len() <= BATCH && out.len() == keys.len());
+        let mut hashes = [0u64; BATCH];
+        match wcs {
+            None => {
+                for (h, k) in hashes.iter_mut().zip(keys) {
+                    *h = st.hash_key(k, self.seed);
+                }
+                if st.worth_touching() {
+                    for h in &hashes[..keys.len()] {
+                        st.touch(*h);
+                    }
+                }
+                for ((o, k), h) in out.iter_mut().zip(keys).zip(&hashes) {
+                    *o = st.find_hashed(k, *h);
+                }
+            }
+            Some(wcs) => {
+                let mut raws = [Raw::default(); BATCH];
+                for ((h, k), r) in hashes.iter_mut().zip(keys).zip(raws.iter_mut()) {
+                    *h = st.hash_key_staged(k, self.seed, r);
+                }
+                if st.worth_touching() {
+                    for h in &hashes[..keys.len()] {
+                        st.touch(*h);
+                    }
+                }
+                for ((((o, k), h), r), wc) in
+                    out.iter_mut().zip(keys).zip(&hashes).zip(&raws).zip(wcs)
+                {
+                    *o = st.find_hashed(k, *h);
+                    match o {
+                        Some(_) => st.mask.or_into(wc, st.mask.idx.len()),
+                        None => {
+                            let mut ctx = self.trie_ctx();
+                            st.explain_miss(k, self.seed, Some(r), &mut ctx, wc);
+                        }
+                    }
+                }
             }
         }
     }

@@ -258,16 +258,55 @@ fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
 fn check_batch_equals_single(seed: u64, n_rules: usize, n_prios: u32, prefixes: &[KeyField]) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let rules = rand_rules(&mut rng, n_rules, n_prios);
-    let cls = committed(&rules, prefixes);
+    check_batch_equals_single_for(&mut rng, &rules, prefixes);
+}
+
+/// `n` rules of one mask, an IPv4 5-tuple's (`wide`: and the five words of [`MORE_WORDS`],
+/// past a cell's inline four), their values from random packets (few distinct: several
+/// rules share a value at different priorities), priorities 0 to 2.
+fn one_mask_rules(rng: &mut SmallRng, n: usize, wide: bool) -> Vec<(Match, u32)> {
+    let mut mask = Match::catch_all();
+    for f in [
+        fields::DL_TYPE,
+        fields::NW_SRC,
+        fields::NW_DST,
+        fields::NW_PROTO,
+        fields::TP_SRC,
+        fields::TP_DST,
+    ] {
+        mask.set_exact(f, 0);
+    }
+    if wide {
+        for f in MORE_WORDS {
+            mask.set_exact(f, 0);
+        }
+    }
+    (0..n)
+        .map(|_| {
+            let mut k = rand_packet(rng);
+            k.set_dl_type(0x0800);
+            k.set_nw_proto(6);
+            (Match::new(k, *mask.mask()), rng.gen_range(0..3))
+        })
+        .collect()
+}
+
+/// [`check_batch_equals_single`] for the rule set `rules`.
+fn check_batch_equals_single_for(
+    rng: &mut SmallRng,
+    rules: &[(Match, u32)],
+    prefixes: &[KeyField],
+) {
+    let cls = committed(rules, prefixes);
     let snap = cls.snapshot();
     for size in [0usize, 1, 31, 32, 33, 70] {
         let keys: Vec<FlowKey> = (0..size)
             .map(|_| {
                 if rng.gen_bool(0.6) && !rules.is_empty() {
                     let i = rng.gen_range(0..rules.len());
-                    packet_in(&mut rng, &rules[i].0)
+                    packet_in(rng, &rules[i].0)
                 } else {
-                    rand_packet(&mut rng)
+                    rand_packet(rng)
                 }
             })
             .collect();
@@ -316,6 +355,22 @@ proptest! {
     #[test]
     fn lookup_batch_without_tries_equals_single_lookups(seed: u64, n in 0usize..150) {
         check_batch_equals_single(seed, n, 3, &[]);
+    }
+
+    /// A rule set of one subtable (its own batch path), large enough for its keys' lines to be
+    /// prefetched, with masks of four words and of nine.
+    #[test]
+    fn lookup_batch_in_one_subtable_equals_single_lookups(
+        seed: u64,
+        n in 1usize..300,
+        wide: bool,
+        tries: bool,
+    ) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let rules = one_mask_rules(&mut rng, n, wide);
+        let prefixes: &[KeyField] = if tries { &V4_PREFIXES } else { &[] };
+        check_batch_equals_single_for(&mut rng, &rules, prefixes);
+        prop_assert_eq!(committed(&rules, prefixes).snapshot().n_subtables(), 1);
     }
 
     #[test]
