@@ -23,7 +23,8 @@
 //! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
 //! inherits the pinning. Every line is the median of `--reps` repetitions; the `ovs-pair`
 //! lines pair each OVS run with ferrovs's lookups right after it and give the median and
-//! lowest ratio of the pairs.
+//! lowest ratio of the pairs, and the `scaling-pair` lines pair lookups of the smallest point's
+//! table with lookups of each larger one the same way.
 
 mod gen;
 
@@ -624,6 +625,28 @@ fn ovs_point(ovstest: &str, n: usize, prios: u32, lookups: usize) -> Result<(f64
     }
 }
 
+/// Lookups with tracking of the hit keys of the smallest point (`small`) and of a larger one
+/// (`large`), one right after the other, `--reps` times: per API, the larger point's rate over
+/// the smallest's in each pair. As with [`ovs_pairs`], a pair's halves run a fraction of a
+/// second apart, where the `scaling` line's medians came minutes apart: on this shared machine
+/// a disturbed minute otherwise moves one side of the ratio alone.
+fn scaling_pairs(
+    args: &Args,
+    small: (&Workload, &Classifier<u64>),
+    large: (&Workload, &Classifier<u64>),
+) -> Vec<(Api, Vec<f64>)> {
+    let (sr, lr) = (small.1.reader(), large.1.reader());
+    let mut out: Vec<(Api, Vec<f64>)> = args.apis.iter().map(|api| (*api, Vec::new())).collect();
+    for _ in 0..args.reps {
+        for (api, ratios) in &mut out {
+            let s = api.lookups(&sr, &small.0.hits, args.lookups, true).0;
+            let l = api.lookups(&lr, &large.0.hits, args.lookups, true).0;
+            ratios.push(l / s);
+        }
+    }
+    out
+}
+
 /// OVS's benchmark of `n` rules and ferrovs's lookups of the same set (`w`, `cls`), one right
 /// after the other, `--reps` times: OVS's lookups/s (wc off, wc on) of each run, and per API
 /// the ratios of each pair. A pair's halves run seconds apart, where the medians of the whole
@@ -709,6 +732,8 @@ fn main() {
             std::process::exit(2);
         }
         let mut first_point: Vec<(Api, [f64; 2])> = Vec::new();
+        // The smallest point's table, kept for the `scaling-pair` lines.
+        let mut smallest: Option<(Workload, Classifier<u64>)> = None;
         for &n in &args.rules {
             let w = gen_set(n);
             let (cls, d) = build(&w);
@@ -733,6 +758,22 @@ fn main() {
                         api.as_str(),
                         wc / first_wc
                     );
+                }
+            }
+            if let Some((sw, scls)) = &smallest {
+                for (api, ratios) in scaling_pairs(&args, (sw, scls), (&w, &cls)) {
+                    if ratios.is_empty() {
+                        continue;
+                    }
+                    let lowest = ratios.iter().copied().fold(f64::MAX, f64::min);
+                    println!(
+                            "scaling-pair set={set:<5} rules={:<7} api={:<6} pairs={} wc=on hit lookups/s vs smallest point: median {:.2}x lowest {:.2}x",
+                            cls.len(),
+                            api.as_str(),
+                            ratios.len(),
+                            median(ratios.clone()),
+                            lowest
+                        );
                 }
             }
             if set == "ovs" {
@@ -773,6 +814,12 @@ fn main() {
                         );
                     }
                 }
+            }
+            // The smallest point stays for the pairs of the larger ones (not the largest:
+            // the insertion figures below measure a heap without it).
+            if smallest.is_none() && n != max_rules && !args.apis.is_empty() {
+                smallest = Some((w, cls));
+                continue;
             }
             drop(cls);
             if args.insert && n == max_rules && set != "ovs" {
