@@ -510,11 +510,7 @@ impl<T> RuleSet<T> {
                 for (h, k) in hashes.iter_mut().zip(keys) {
                     *h = st.hash_key(k, self.seed);
                 }
-                if st.worth_touching() {
-                    for h in &hashes[..keys.len()] {
-                        st.touch(*h);
-                    }
-                }
+                st.touch_all(&hashes[..keys.len()]);
                 for ((o, k), h) in out.iter_mut().zip(keys).zip(&hashes) {
                     *o = st.find_hashed(k, *h);
                 }
@@ -524,11 +520,7 @@ impl<T> RuleSet<T> {
                 for ((h, k), r) in hashes.iter_mut().zip(keys).zip(raws.iter_mut()) {
                     *h = st.hash_key_staged(k, self.seed, r);
                 }
-                if st.worth_touching() {
-                    for h in &hashes[..keys.len()] {
-                        st.touch(*h);
-                    }
-                }
+                st.touch_all(&hashes[..keys.len()]);
                 for ((((o, k), h), r), wc) in
                     out.iter_mut().zip(keys).zip(&hashes).zip(&raws).zip(wcs)
                 {

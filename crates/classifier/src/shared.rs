@@ -86,15 +86,10 @@ impl Cell {
         self.vals[k].load(Ordering::Relaxed)
     }
 
-    /// The first `N` value words, compared with `want` (all loads issued, no early exit: the
-    /// words share a cache line or two, and a branch per word costs more than the loads).
+    /// The first `N` value words, compared with `want`.
     #[inline]
     fn eq_n<const N: usize>(&self, want: &[u64]) -> bool {
-        let mut eq = true;
-        for (w, v) in self.vals[..N].iter().zip(&want[..N]) {
-            eq &= w.load(Ordering::Relaxed) == *v;
-        }
-        eq
+        words_eq(self.vals[..N].iter(), want[..N].iter().copied())
     }
 
     /// True if the cell's first `want.len()` (at most `N_INLINE`) value words are `want`.
@@ -112,12 +107,22 @@ impl Cell {
     /// The first `N_INLINE` words equal `want`'s first (a wide mask's cell).
     #[inline]
     pub(crate) fn holds_first(&self, want: impl Iterator<Item = u64>) -> bool {
-        let mut eq = true;
-        for (w, v) in self.vals.iter().zip(want) {
-            eq &= w.load(Ordering::Relaxed) == v;
-        }
-        eq
+        words_eq(self.vals.iter(), want)
     }
+}
+
+/// True if `words` (as far as `want` goes) equal `want`: all loads issued, no early exit (the
+/// words share a cache line or two, and a branch per word costs more than the loads).
+#[inline(always)]
+fn words_eq<'a>(
+    words: impl Iterator<Item = &'a AtomicU64>,
+    want: impl Iterator<Item = u64>,
+) -> bool {
+    let mut eq = true;
+    for (w, v) in words.zip(want) {
+        eq &= w.load(Ordering::Relaxed) == v;
+    }
+    eq
 }
 
 /// Words of a [`Row`].
@@ -186,15 +191,8 @@ impl SharedCells {
     /// `want.len() + N_INLINE` words) are `want`'s. False out of range.
     #[inline]
     pub(crate) fn row_holds(&self, at: usize, want: impl ExactSizeIterator<Item = u64>) -> bool {
-        let lines = want.len().div_ceil(ROW_WORDS);
-        let Some(row) = self.row(at, lines) else {
-            return false;
-        };
-        let mut eq = true;
-        for (w, v) in row.iter().flat_map(|r| r.vals.iter()).zip(want) {
-            eq &= w.load(Ordering::Relaxed) == v;
-        }
-        eq
+        self.row(at, want.len().div_ceil(ROW_WORDS))
+            .is_some_and(|row| words_eq(row.iter().flat_map(|r| r.vals.iter()), want))
     }
 
     /// The row of the cell at `at`, of `lines` lines (`None` if out of range or no rows).
@@ -206,6 +204,7 @@ impl SharedCells {
     /// The first line of the row of the wide cell at `at` (values of `n` words), to prefetch.
     #[inline]
     pub(crate) fn row_line(&self, at: usize, n: usize) -> Option<&Row> {
+        // Its first line alone, without the row's range (a prefetch per key of a batch).
         self.rows.as_deref()?.get(at * row_lines(n))
     }
 

@@ -1522,6 +1522,17 @@ impl<T> Subtable<T> {
         }
     }
 
+    /// [`Subtable::touch`] of each of `hashes`, if this subtable is too large for the caches
+    /// ([`Subtable::worth_touching`]).
+    #[inline]
+    pub(crate) fn touch_all(&self, hashes: &[u64]) {
+        if self.worth_touching() {
+            for h in hashes {
+                self.touch(*h);
+            }
+        }
+    }
+
     /// The hash of `key`'s words under this subtable's mask, as [`Subtable::hash_key`], with
     /// the hash chain's state at the end of each stage but the last left in `raw`: what a
     /// miss's explanation finishes into the stage indices' hashes instead of hashing the words
