@@ -401,12 +401,27 @@ impl<T> RuleSet<T> {
     ) -> Option<&'a Arc<Rule<T>>> {
         let mut raw = Raw::default();
         let hash = st.hash_key_staged(key, self.seed, &mut raw);
+        self.find_wc_one(st, key, hash, &raw, wc)
+    }
+
+    /// The find of [`RuleSet::lookup_wc_one`] (and of a batch's keys, [`RuleSet::batch_one`])
+    /// once `key` is hashed (`hash`, and the chain `raw` at its stage ends): the rule, with the
+    /// mask's bits ORed into `wc` on a hit and the miss explained otherwise.
+    #[inline]
+    fn find_wc_one<'a>(
+        &'a self,
+        st: &'a Subtable<T>,
+        key: &FlowKey,
+        hash: u64,
+        raw: &Raw,
+        wc: &mut FlowKey,
+    ) -> Option<&'a Arc<Rule<T>>> {
         let found = st.find_hashed(key, hash);
         match found {
             Some(_) => st.mask.or_into(wc, st.mask.idx.len()),
             None => {
                 let mut ctx = self.trie_ctx();
-                st.explain_miss(key, self.seed, Some(&raw), &mut ctx, wc);
+                st.explain_miss(key, self.seed, Some(raw), &mut ctx, wc);
             }
         }
         found
@@ -524,14 +539,7 @@ impl<T> RuleSet<T> {
                 for ((((o, k), h), r), wc) in
                     out.iter_mut().zip(keys).zip(&hashes).zip(&raws).zip(wcs)
                 {
-                    *o = st.find_hashed(k, *h);
-                    match o {
-                        Some(_) => st.mask.or_into(wc, st.mask.idx.len()),
-                        None => {
-                            let mut ctx = self.trie_ctx();
-                            st.explain_miss(k, self.seed, Some(r), &mut ctx, wc);
-                        }
-                    }
+                    *o = self.find_wc_one(st, k, *h, r, wc);
                 }
             }
         }
