@@ -178,7 +178,8 @@ fn check_agreement(seed: u64, n_rules: usize, n_prios: u32, prefixes: &[KeyField
     let mut naive = Naive::new();
     let mut b = Batch::new();
     for (i, (m, p)) in rules.iter().enumerate() {
-        b.insert(*m, *p, 0, i as u64);
+        // By reference here, by value elsewhere.
+        b.insert(m, *p, 0, i as u64);
     }
     naive.commit(&b).unwrap();
     cls.commit(b).unwrap();
@@ -588,7 +589,7 @@ fn commit_single(cls: &mut Classifier<u64>, b: Batch<u64>) -> Result<(), Error> 
             priority,
             cookie,
             payload,
-        } => cls.insert(rule_match, priority, cookie, payload).map(|r| {
+        } => cls.insert(&rule_match, priority, cookie, payload).map(|r| {
             assert_eq!((r.priority(), *r.payload()), (priority, payload));
         }),
         Op::Modify {

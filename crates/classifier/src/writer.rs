@@ -7,6 +7,7 @@
 //! publishes it with one pointer swap. The old published version becomes the spare. Both
 //! versions share the `Arc<Rule>`s, so a rule is stored once.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -149,25 +150,35 @@ impl<T> Batch<T> {
         Batch::default()
     }
 
-    /// Appends [`Op::Insert`].
+    /// Appends [`Op::Insert`]. `rule_match` may be a `Match` or a reference to one (read in
+    /// place: a `Match` is 720 bytes).
     pub fn insert(
         &mut self,
-        rule_match: Match,
+        rule_match: impl Borrow<Match>,
         priority: u32,
         cookie: u64,
         payload: T,
     ) -> &mut Self {
-        self.add(&rule_match, priority, What::Insert { cookie, payload })
+        self.add(
+            rule_match.borrow(),
+            priority,
+            What::Insert { cookie, payload },
+        )
     }
 
-    /// Appends [`Op::Modify`].
-    pub fn modify(&mut self, rule_match: Match, priority: u32, payload: T) -> &mut Self {
-        self.add(&rule_match, priority, What::Modify { payload })
+    /// Appends [`Op::Modify`] (`rule_match` as for [`Batch::insert`]).
+    pub fn modify(
+        &mut self,
+        rule_match: impl Borrow<Match>,
+        priority: u32,
+        payload: T,
+    ) -> &mut Self {
+        self.add(rule_match.borrow(), priority, What::Modify { payload })
     }
 
-    /// Appends [`Op::Remove`].
-    pub fn remove(&mut self, rule_match: Match, priority: u32) -> &mut Self {
-        self.add(&rule_match, priority, What::Remove)
+    /// Appends [`Op::Remove`] (`rule_match` as for [`Batch::insert`]).
+    pub fn remove(&mut self, rule_match: impl Borrow<Match>, priority: u32) -> &mut Self {
+        self.add(rule_match.borrow(), priority, What::Remove)
     }
 
     /// Appends [`Op::Clear`].
@@ -509,15 +520,18 @@ impl<T> Classifier<T> {
         }
     }
 
-    /// Inserts (or replaces) one rule; see [`Op::Insert`].
+    /// Inserts (or replaces) one rule; see [`Op::Insert`]. `rule_match` may be a `Match` or a
+    /// reference to one, which is read where it is: passing a `Match` by value copies its 720
+    /// bytes first (262,144 single insertions of matches read from a large array, into an
+    /// empty table and into 262,144 rules: 4 to 8% faster by reference).
     pub fn insert(
         &mut self,
-        rule_match: Match,
+        rule_match: impl Borrow<Match>,
         priority: u32,
         cookie: u64,
         payload: T,
     ) -> Result<Arc<Rule<T>>, Error> {
-        self.commit_insert(&rule_match, priority, cookie, payload)
+        self.commit_insert(rule_match.borrow(), priority, cookie, payload)
     }
 
     /// [`Classifier::commit_one`] of an insertion of `rule_match`, read where it is: an

@@ -308,7 +308,7 @@ fn slowest<'a>(
     let mut times = Vec::new();
     for (m, p, i) in rules {
         let t = Instant::now();
-        cls.insert(*m, p, 0, i as u64).expect("valid");
+        cls.insert(m, p, 0, i as u64).expect("valid");
         times.push(t.elapsed().as_secs_f64() * 1e6);
     }
     times.sort_by(|a, b| b.total_cmp(a));
@@ -334,7 +334,7 @@ fn insert_hot(cls: &mut Classifier<u64>, rules: &[(openflow::Match, u32)]) -> f6
         let t = Instant::now();
         for (i, (m, p)) in buf.iter().enumerate() {
             let payload = (c * HOT_CHUNK + i) as u64;
-            cls.insert(*m, *p, 0, payload).expect("valid");
+            cls.insert(m, *p, 0, payload).expect("valid");
         }
         secs += t.elapsed().as_secs_f64();
     }
@@ -349,7 +349,7 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         let mut cls: Classifier<u64> = new_cls();
         let t = Instant::now();
         for (i, (m, p)) in w.rules.iter().enumerate() {
-            cls.insert(*m, *p, 0, i as u64).expect("valid");
+            cls.insert(m, *p, 0, i as u64).expect("valid");
         }
         single.push(w.rules.len() as f64 / t.elapsed().as_secs_f64());
         drop(cls);
@@ -382,7 +382,7 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         let mut cls = load(base);
         let t = Instant::now();
         for (m, p) in &extra[..n_more] {
-            cls.insert(*m, *p, 0, 0).expect("valid");
+            cls.insert(m, *p, 0, 0).expect("valid");
         }
         single.push(n_more as f64 / t.elapsed().as_secs_f64());
         drop(cls);
@@ -392,7 +392,7 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         let mut cls = load(base);
         let mut b = Batch::new();
         for (m, p) in &extra[..n_more] {
-            b.insert(*m, *p, 0, 0);
+            b.insert(m, *p, 0, 0);
         }
         let t = Instant::now();
         cls.commit(b).expect("valid");
@@ -552,7 +552,7 @@ fn batch_point(
     let mut b = Batch::new();
     if !via_ops {
         for (m, p) in batch {
-            b.insert(*m, *p, 0, 1);
+            b.insert(m, *p, 0, 1);
         }
     }
     // Reader rate alone, then during the commit and during the replay.
