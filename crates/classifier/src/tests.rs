@@ -603,7 +603,7 @@ fn commit_single(cls: &mut Classifier<u64>, b: Batch<u64>) -> Result<(), Error> 
             rule_match,
             priority,
         } => cls
-            .remove(rule_match, priority)
+            .remove(&rule_match, priority)
             .map(|r| assert_eq!(r.priority(), priority)),
         Op::Clear => unreachable!("a clear is committed as a batch"),
     }
