@@ -583,28 +583,31 @@ fn commit_single(cls: &mut Classifier<u64>, b: Batch<u64>) -> Result<(), Error> 
     let [op] = &b.ops()[..] else {
         panic!("one operation");
     };
-    match *op {
+    // Inserts and removals pass the match by reference, modifications by value.
+    match op {
         Op::Insert {
             rule_match,
             priority,
             cookie,
             payload,
-        } => cls.insert(&rule_match, priority, cookie, payload).map(|r| {
-            assert_eq!((r.priority(), *r.payload()), (priority, payload));
-        }),
+        } => cls
+            .insert(rule_match, *priority, *cookie, *payload)
+            .map(|r| {
+                assert_eq!((r.priority(), r.payload()), (*priority, payload));
+            }),
         Op::Modify {
             rule_match,
             priority,
             payload,
-        } => cls.modify(rule_match, priority, payload).map(|r| {
-            assert_eq!((r.priority(), *r.payload()), (priority, payload));
+        } => cls.modify(*rule_match, *priority, *payload).map(|r| {
+            assert_eq!((r.priority(), r.payload()), (*priority, payload));
         }),
         Op::Remove {
             rule_match,
             priority,
         } => cls
-            .remove(&rule_match, priority)
-            .map(|r| assert_eq!(r.priority(), priority)),
+            .remove(rule_match, *priority)
+            .map(|r| assert_eq!(r.priority(), *priority)),
         Op::Clear => unreachable!("a clear is committed as a batch"),
     }
 }
