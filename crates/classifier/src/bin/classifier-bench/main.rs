@@ -415,14 +415,14 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         let mut cls = load(base);
         let t = Instant::now();
         for (m, p) in gone {
-            cls.remove(*m, *p).expect("valid");
+            cls.remove(m, *p).expect("valid");
         }
         single.push(gone.len() as f64 / t.elapsed().as_secs_f64());
         drop(cls);
         let mut cls = load(base);
         let mut b = Batch::new();
         for (m, p) in gone {
-            b.remove(*m, *p);
+            b.remove(m, *p);
         }
         let t = Instant::now();
         cls.commit(b).expect("valid");
