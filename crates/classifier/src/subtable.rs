@@ -460,8 +460,9 @@ struct WriterState {
 /// The entries of a [`WriterState`] changed since its version's last replay: a bit per
 /// segment of the cells and of each stage index (segments past the 64th, and growths, which
 /// make new vectors, mark all). A single commit changes a segment's counts and one of each
-/// index; copying the 64 segments' counts of each at every replay was about 300 instructions
-/// of a single commit into 262,144 rules (a twenty-fifth of it).
+/// index; the replay's copy of every segment's counts of the cells and of each index was
+/// about 300 instructions of a single commit into 262,144 rules, and copying the marked ones
+/// alone saves about 160 of them (callgrind, 2% of the commit).
 #[derive(Clone, Copy, Debug, Default)]
 struct Dirty {
     all: bool,

@@ -489,13 +489,15 @@ const RELAYOUT_DEPTH: u32 = 5;
 /// The live nodes of `old` below `root` in pre-order (a node, then its first child's subtree,
 /// then its second's), as [`relayout_in`] lays them out.
 ///
-/// A walk of a large trie waits on a cache miss at most nodes: after a quarter of its growth
-/// the newer nodes sit at the end of the array, in the order they came, while the walk meets
-/// them in key order. So the trie is cut at depth [`RELAYOUT_DEPTH`] into subtrees whose walks
-/// take a step each in turn, every step prefetching the children the walk's next step will
-/// read: up to 32 misses are under way at once instead of one. The re-layout then copies the
-/// nodes in that order with each prefetched well ahead; the walk above was two thirds of its
-/// time waiting on one load.
+/// A walk of a large trie waits on a cache miss at many nodes: the nodes added since the last
+/// re-layout (a third of them when the next comes due) sit at the end of the array in the
+/// order they came, while the walk meets them in key order. So the trie is cut at depth
+/// [`RELAYOUT_DEPTH`] into subtrees whose walks take a step each in turn, every step
+/// prefetching the children that walk's next step reads, and the re-layout then copies the
+/// nodes in the order found, each prefetched ahead. Measured on the largest re-layout of
+/// 400,000 single commits (608,255 positions): this pass 6.2 ms and the copy 6.5 ms, against
+/// 17 ms for the copying walk alone, two thirds of whose time was spent waiting on its node
+/// loads; a cut at depth 4 or 7 took as long as at 5.
 fn preorder<R: Repr>(old: &[R], root: u32) -> Vec<u32> {
     /// A node above the cut (its position), or the subtree of a walk below it (its number).
     enum Item {
