@@ -108,7 +108,7 @@ fn insertion(c: &mut Criterion) {
             Classifier::<u64>::new,
             |mut cls| {
                 for (i, (m, p)) in w.rules.iter().enumerate() {
-                    cls.insert(*m, *p, 0, i as u64).expect("valid");
+                    cls.insert(m, *p, 0, i as u64).expect("valid");
                 }
                 cls
             },

@@ -187,7 +187,7 @@ fn main() {
                 let mut cls = load();
                 single.push(timed(|| {
                     for m in more {
-                        cls.insert(*m, 100, 0, 0).expect("valid rules");
+                        cls.insert(m, 100, 0, 0).expect("valid rules");
                     }
                 }));
                 let mut cls = load();
