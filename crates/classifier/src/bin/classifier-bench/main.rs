@@ -106,6 +106,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The median and the lowest of the ratios of some pairs (at least one): what the `-pair`
+/// lines print.
+fn median_lowest(ratios: impl Iterator<Item = f64>) -> (f64, f64) {
+    let v: Vec<f64> = ratios.collect();
+    let lowest = v.iter().copied().fold(f64::MAX, f64::min);
+    (median(v), lowest)
+}
+
 fn mega(x: f64) -> String {
     format!("{:.2}M", x / 1e6)
 }
@@ -765,15 +773,13 @@ fn main() {
                     if ratios.is_empty() {
                         continue;
                     }
-                    let lowest = ratios.iter().copied().fold(f64::MAX, f64::min);
+                    let (mid, lowest) = median_lowest(ratios.iter().copied());
                     println!(
-                            "scaling-pair set={set:<5} rules={:<7} api={:<6} pairs={} wc=on hit lookups/s vs smallest point: median {:.2}x lowest {:.2}x",
-                            cls.len(),
-                            api.as_str(),
-                            ratios.len(),
-                            median(ratios.clone()),
-                            lowest
-                        );
+                        "scaling-pair set={set:<5} rules={:<7} api={:<6} pairs={} wc=on hit lookups/s vs smallest point: median {mid:.2}x lowest {lowest:.2}x",
+                        cls.len(),
+                        api.as_str(),
+                        ratios.len(),
+                    );
                 }
             }
             if set == "ovs" {
@@ -800,17 +806,12 @@ fn main() {
                         if ratios.is_empty() {
                             continue;
                         }
-                        let lowest =
-                            |j: usize| ratios.iter().map(|r| r[j]).fold(f64::MAX, f64::min);
-                        let mid = |j: usize| median(ratios.iter().map(|r| r[j]).collect());
+                        let (mid0, low0) = median_lowest(ratios.iter().map(|r| r[0]));
+                        let (mid1, low1) = median_lowest(ratios.iter().map(|r| r[1]));
                         println!(
-                            "ovs-pair case={n}:16:16 api={} pairs={} ratio wc=off median {:.2}x lowest {:.2}x wc=on median {:.2}x lowest {:.2}x",
+                            "ovs-pair case={n}:16:16 api={} pairs={} ratio wc=off median {mid0:.2}x lowest {low0:.2}x wc=on median {mid1:.2}x lowest {low1:.2}x",
                             api.as_str(),
                             ratios.len(),
-                            mid(0),
-                            lowest(0),
-                            mid(1),
-                            lowest(1)
                         );
                     }
                 }
