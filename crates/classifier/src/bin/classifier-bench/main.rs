@@ -10,11 +10,12 @@
 //! all), `--masks N` (mixed set, default 20), `--lookups N` per repetition (default
 //! 2000000), `--reps N` (default 5; medians are printed), `--with-ovs PATH`, `--no-insert`,
 //! `--no-lookup` (only the build, insert, delete and batch lines), `--no-tries` (no prefix tries;
-//! default `nw_dst,nw_src`), `--hugepages` (re-runs itself with
-//! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so that malloc asks for transparent huge pages; the OVS
-//! child inherits it), `--malloc-default` (glibc's default malloc policy instead of the daemon's,
-//! which keeps freed memory: by default the tool re-runs itself with
-//! `GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...`), `--api
+//! default `nw_dst,nw_src`), `--small-pages` (the daemon's memory policy without its transparent
+//! huge pages: `glibc.malloc.hugetlb` left out), `--malloc-default` (glibc's default malloc
+//! policy instead of the daemon's: by default the tool re-runs itself with the daemon's
+//! `GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...:glibc.malloc.hugetlb=1`,
+//! as `datapath::mem::retain_freed_memory` does, and the OVS child inherits it; `--hugepages`,
+//! the default since run 29, is still accepted), `--api
 //! single|batch|both` (default both: one `lookup` per key, or one `lookup_batch` per 32 keys),
 //! `--commit-with` (the `batch` line commits through `Classifier::commit_with`, operations
 //! given one at a time as the pipeline's bundles do, instead of a `Batch`), `--reader-cpu N`
@@ -47,7 +48,7 @@ struct Args {
     reps: usize,
     with_ovs: Option<String>,
     insert: bool,
-    hugepages: bool,
+    small_pages: bool,
     malloc_default: bool,
     apis: Vec<Api>,
     reader_cpu: Option<usize>,
@@ -63,7 +64,7 @@ fn parse_args() -> Result<Args, String> {
         reps: 5,
         with_ovs: None,
         insert: true,
-        hugepages: false,
+        small_pages: false,
         malloc_default: false,
         apis: vec![Api::Single, Api::Batch],
         reader_cpu: None,
@@ -83,7 +84,9 @@ fn parse_args() -> Result<Args, String> {
             "--no-insert" => a.insert = false,
             "--no-lookup" => a.apis.clear(),
             "--no-tries" => NO_TRIES.store(true, Ordering::Relaxed),
-            "--hugepages" => a.hugepages = true,
+            // The default now (the daemon's policy); kept for the command lines of earlier runs.
+            "--hugepages" => a.small_pages = false,
+            "--small-pages" => a.small_pages = true,
             "--malloc-default" => a.malloc_default = true,
             "--api" => a.apis = Api::parse(&val()?)?,
             "--reader-cpu" => a.reader_cpu = Some(num(&val()?)?),
@@ -91,7 +94,7 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--hugepages] [--malloc-default] [--api single|batch|both] [--reader-cpu N] [--commit-with]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--small-pages] [--malloc-default] [--api single|batch|both] [--reader-cpu N] [--commit-with]"
                         .into(),
                 )
             }
@@ -698,29 +701,24 @@ fn main() {
             std::process::exit(2);
         }
     };
-    // The daemon's memory policy (`datapath::mem::retain_freed_memory`: malloc keeps what is
-    // freed, so growing tables reuse it instead of faulting in fresh pages), set through glibc's
-    // tunables by running again; the OVS child inherits it. `--malloc-default` keeps glibc's.
-    if std::env::var_os("GLIBC_TUNABLES").is_none() && (args.hugepages || !args.malloc_default) {
-        let mut tunables = Vec::new();
-        if !args.malloc_default {
-            tunables.push("glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647");
-        }
-        if args.hugepages {
-            tunables.push("glibc.malloc.hugetlb=1");
-        }
-        let exe = std::env::current_exe().expect("own executable path");
-        let status = Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env("GLIBC_TUNABLES", tunables.join(":"))
-            .status()
-            .expect("re-run with glibc tunables");
-        std::process::exit(status.code().unwrap_or(1));
-    }
+    // The daemon's memory policy (`mempolicy`, as `datapath::mem::retain_freed_memory` sets
+    // it: malloc keeps what is freed, so growing tables reuse it instead of faulting in fresh
+    // pages, and backs its heap with transparent huge pages), set through glibc's tunables by
+    // running again; the OVS child inherits it. `--malloc-default` keeps glibc's policy,
+    // `--small-pages` leaves the huge pages out.
+    mempolicy::enforce(mempolicy::Policy {
+        keep_freed: !args.malloc_default,
+        huge_pages: !args.malloc_default && !args.small_pages,
+    });
     println!("# classifier-bench: {args:?}");
     println!(
-        "# GLIBC_TUNABLES={}",
-        std::env::var("GLIBC_TUNABLES").unwrap_or_default()
+        "# GLIBC_TUNABLES={} (transparent huge pages for the heap: {})",
+        std::env::var("GLIBC_TUNABLES").unwrap_or_default(),
+        match mempolicy::huge_pages_taken() {
+            Some(true) => "taken",
+            Some(false) => "not taken",
+            None => "not told",
+        }
     );
     println!(
         "# lookups in batches of 32 per snapshot; medians of {} repetitions",
@@ -828,5 +826,26 @@ fn main() {
                 insertion(&args, set, &w, &big);
             }
         }
+    }
+    // Whether the policy's huge pages took: the kernel's `madvise` mode gives them only where
+    // malloc asked, `never` not at all.
+    if let Ok(s) = std::fs::read_to_string("/proc/self/smaps_rollup") {
+        let kb = |name: &str| {
+            s.lines()
+                .find_map(|l| {
+                    l.strip_prefix(name)?
+                        .trim()
+                        .strip_suffix("kB")?
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .unwrap_or(0)
+        };
+        println!(
+            "# memory at the end: Rss {} MiB, of it in transparent huge pages {} MiB",
+            kb("Rss:") >> 10,
+            kb("AnonHugePages:") >> 10
+        );
     }
 }
