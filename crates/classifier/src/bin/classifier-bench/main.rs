@@ -121,6 +121,20 @@ fn mega(x: f64) -> String {
     format!("{:.2}M", x / 1e6)
 }
 
+/// Minor page faults of this thread so far (`/proc/thread-self/stat`, its tenth field), 0 if
+/// unknown: a commit that grows the heap faults its fresh pages in (with transparent huge pages,
+/// 2 MB at a time, each zeroed by the kernel).
+fn minor_faults() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/stat")
+        .ok()
+        .and_then(|s| {
+            // The fields after the command name, which may hold spaces: state is the third.
+            let rest = s.rsplit_once(')')?.1;
+            rest.split_whitespace().nth(7)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
 /// CPU time of this thread in seconds (`/proc/thread-self/schedstat`), 0 if unknown.
 fn cpu_time() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
@@ -463,7 +477,8 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
     let max_gap = points.iter().map(|p| p.max_gap).fold(0.0, f64::max);
     println!(
         "batch    set={set:<5} into={:<7} rules={n_batch:<7} via={} writer-cpus={} reader-cpu={} \
-         commit={:.3}s (cpu {:.3}s; min {:.3}s max {:.3}s) replay-at-next-commit={:.3}s (cpu {:.3}s) \
+         commit={:.3}s (cpu {:.3}s; min {:.3}s max {:.3}s; each {} with {} page faults) \
+         replay-at-next-commit={:.3}s (cpu {:.3}s) \
          reader lookups/s before={} during-commit={} during-replay={} \
          reader max gap median={:.0}us max={:.0}us (before the commit: median={:.0}us max={:.0}us)",
         base.len(),
@@ -477,8 +492,21 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
             .map_or_else(|| "same".to_string(), |c| c.to_string()),
         med(|p| p.commit),
         med(|p| p.commit_cpu),
-        points.iter().map(|p| p.commit).fold(f64::INFINITY, f64::min),
+        points
+            .iter()
+            .map(|p| p.commit)
+            .fold(f64::INFINITY, f64::min),
         points.iter().map(|p| p.commit).fold(0.0, f64::max),
+        points
+            .iter()
+            .map(|p| format!("{:.3}", p.commit))
+            .collect::<Vec<_>>()
+            .join("/"),
+        points
+            .iter()
+            .map(|p| p.faults.to_string())
+            .collect::<Vec<_>>()
+            .join("/"),
         med(|p| p.replay),
         med(|p| p.replay_cpu),
         mega(med(|p| p.before)),
@@ -487,11 +515,7 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         med(|p| p.max_gap) * 1e6,
         max_gap * 1e6,
         med(|p| p.max_gap_before) * 1e6,
-        points
-            .iter()
-            .map(|p| p.max_gap_before)
-            .fold(0.0, f64::max)
-            * 1e6
+        points.iter().map(|p| p.max_gap_before).fold(0.0, f64::max) * 1e6
     );
 }
 
@@ -509,6 +533,8 @@ struct BatchPoint {
     during_replay: f64,
     max_gap: f64,
     max_gap_before: f64,
+    /// The writer's minor page faults during the commit.
+    faults: u64,
 }
 
 fn batch_point(
@@ -574,7 +600,7 @@ fn batch_point(
     let before = count.swap(0, Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64();
     // The longest gap while no writer ran: the machine's own.
     let max_gap_before = max_gap_ns.swap(0, Ordering::Relaxed) as f64 / 1e9;
-    let (t, c) = (Instant::now(), cpu_time());
+    let (t, c, f) = (Instant::now(), cpu_time(), minor_faults());
     if via_ops {
         // The operations one at a time, as the pipeline's bundles commit (no `Batch` of
         // `Op`s is built and moved).
@@ -589,6 +615,7 @@ fn batch_point(
         cls.commit(b).expect("valid");
     }
     let (commit, commit_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - c);
+    let faults = minor_faults().saturating_sub(f);
     let during_commit = count.swap(0, Ordering::Relaxed) as f64 / commit;
     // The next commit replays the batch onto the other version.
     let (t, c) = (Instant::now(), cpu_time());
@@ -608,6 +635,7 @@ fn batch_point(
         during_replay,
         max_gap,
         max_gap_before,
+        faults,
     }
 }
 
