@@ -20,7 +20,9 @@
 //! `--commit-with` (the `batch` line commits through `Classifier::commit_with`, operations
 //! given one at a time as the pipeline's bundles do, instead of a `Batch`), `--reader-cpu N`
 //! (the `batch` line's reader thread runs on CPU `N`, as a PMD thread on its own
-//! core; the writer stays where `taskset` put the process). Lookups run in batches of 32 keys per
+//! core; the writer stays where `taskset` put the process), `--reserve-mb N` (grow the heap by
+//! `N` MiB at start, touch it and free it, `mempolicy::reserve_heap`, so that commits that
+//! take the tables to a new peak fault nothing; default 0). Lookups run in batches of 32 keys per
 //! snapshot, as a PMD thread would. Pin the process (`taskset`) for stable numbers: the OVS child
 //! inherits the pinning. Every line is the median of `--reps` repetitions; the `ovs-pair`
 //! lines pair each OVS run with ferrovs's lookups right after it and give the median and
@@ -53,6 +55,7 @@ struct Args {
     apis: Vec<Api>,
     reader_cpu: Option<usize>,
     commit_with: bool,
+    reserve_mb: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -69,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
         apis: vec![Api::Single, Api::Batch],
         reader_cpu: None,
         commit_with: false,
+        reserve_mb: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -87,6 +91,7 @@ fn parse_args() -> Result<Args, String> {
             // The default now (the daemon's policy); kept for the command lines of earlier runs.
             "--hugepages" => a.small_pages = false,
             "--small-pages" => a.small_pages = true,
+            "--reserve-mb" => a.reserve_mb = num(&val()?)?,
             "--malloc-default" => a.malloc_default = true,
             "--api" => a.apis = Api::parse(&val()?)?,
             "--reader-cpu" => a.reader_cpu = Some(num(&val()?)?),
@@ -94,7 +99,7 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 return Err(
                     "usage: classifier-bench [--rules N,..] [--sets exact,mixed,ovs] [--masks N] \
-                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--small-pages] [--malloc-default] [--api single|batch|both] [--reader-cpu N] [--commit-with]"
+                            [--lookups N] [--reps N] [--with-ovs OVSTEST] [--no-insert] [--no-lookup] [--no-tries] [--small-pages] [--malloc-default] [--api single|batch|both] [--reader-cpu N] [--commit-with] [--reserve-mb N]"
                         .into(),
                 )
             }
@@ -119,20 +124,6 @@ fn median_lowest(ratios: impl Iterator<Item = f64>) -> (f64, f64) {
 
 fn mega(x: f64) -> String {
     format!("{:.2}M", x / 1e6)
-}
-
-/// Minor page faults of this thread so far (`/proc/thread-self/stat`, its tenth field), 0 if
-/// unknown: a commit that grows the heap faults its fresh pages in (with transparent huge pages,
-/// 2 MB at a time, each zeroed by the kernel).
-fn minor_faults() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/stat")
-        .ok()
-        .and_then(|s| {
-            // The fields after the command name, which may hold spaces: state is the third.
-            let rest = s.rsplit_once(')')?.1;
-            rest.split_whitespace().nth(7)?.parse().ok()
-        })
-        .unwrap_or(0)
 }
 
 /// CPU time of this thread in seconds (`/proc/thread-self/schedstat`), 0 if unknown.
@@ -600,7 +591,11 @@ fn batch_point(
     let before = count.swap(0, Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64();
     // The longest gap while no writer ran: the machine's own.
     let max_gap_before = max_gap_ns.swap(0, Ordering::Relaxed) as f64 / 1e9;
-    let (t, c, f) = (Instant::now(), cpu_time(), minor_faults());
+    let (t, c, f) = (
+        Instant::now(),
+        cpu_time(),
+        mempolicy::minor_faults().unwrap_or(0),
+    );
     if via_ops {
         // The operations one at a time, as the pipeline's bundles commit (no `Batch` of
         // `Op`s is built and moved).
@@ -615,7 +610,7 @@ fn batch_point(
         cls.commit(b).expect("valid");
     }
     let (commit, commit_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - c);
-    let faults = minor_faults().saturating_sub(f);
+    let faults = mempolicy::minor_faults().unwrap_or(0).saturating_sub(f);
     let during_commit = count.swap(0, Ordering::Relaxed) as f64 / commit;
     // The next commit replays the batch onto the other version.
     let (t, c) = (Instant::now(), cpu_time());
@@ -738,6 +733,9 @@ fn main() {
         keep_freed: !args.malloc_default,
         huge_pages: !args.malloc_default && !args.small_pages,
     });
+    // A heap reserved at start (`mempolicy::reserve_heap`, on this thread, the writer's), so
+    // that the first commits to a new peak fault nothing.
+    let reserved = mempolicy::reserve_heap(args.reserve_mb << 20);
     println!("# classifier-bench: {args:?}");
     println!(
         "# GLIBC_TUNABLES={} (transparent huge pages for the heap: {})",
@@ -748,6 +746,13 @@ fn main() {
             None => "not told",
         }
     );
+    if args.reserve_mb > 0 {
+        println!(
+            "# heap reserved at start: {} MiB (asked {} MiB)",
+            reserved >> 20,
+            args.reserve_mb
+        );
+    }
     println!(
         "# lookups in batches of 32 per snapshot; medians of {} repetitions",
         args.reps
