@@ -735,7 +735,7 @@ fn main() {
     });
     // A heap reserved at start (`mempolicy::reserve_heap`, on this thread, the writer's), so
     // that the first commits to a new peak fault nothing.
-    let reserved = mempolicy::reserve_heap(args.reserve_mb << 20);
+    let reserved = mempolicy::reserve_heap(args.reserve_mb.saturating_mul(1 << 20));
     println!("# classifier-bench: {args:?}");
     println!(
         "# GLIBC_TUNABLES={} (transparent huge pages for the heap: {})",
