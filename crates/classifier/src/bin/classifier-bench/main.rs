@@ -29,6 +29,7 @@
 //! lowest ratio of the pairs, and the `scaling-pair` lines pair lookups of the smallest point's
 //! table with lookups of each larger one the same way.
 
+mod chase;
 mod gen;
 
 use std::hint::black_box;
@@ -736,6 +737,10 @@ fn main() {
     // A heap reserved at start (`mempolicy::reserve_heap`, on this thread, the writer's), so
     // that the first commits to a new peak fault nothing.
     let reserved = mempolicy::reserve_heap(args.reserve_mb.saturating_mul(1 << 20));
+    // The latency probes' buffers, made once: 4 MiB stays in the L3 of the guests these runs are
+    // made on (32 MiB shared with the host's other guests: 8 MiB reads 20 ns in one run and
+    // 120 ns in the next, 16 MiB and more about 150 ns), 64 MiB is the memory's.
+    let chases = [chase::Chase::new(4 << 20), chase::Chase::new(64 << 20)];
     println!("# classifier-bench: {args:?}");
     println!(
         "# GLIBC_TUNABLES={} (transparent huge pages for the heap: {})",
@@ -786,6 +791,18 @@ fn main() {
                 mem.table_bytes as f64 / mem.n_rules.max(1) as f64,
                 mem.rule_bytes as f64 / mem.n_rules.max(1) as f64,
             );
+            if !args.apis.is_empty() {
+                // The host's memory latency now (see `chase`), for reading this point's
+                // lookups: a disturbed minute reads higher.
+                println!(
+                    "latency  set={set:<5} rules={:<7} chase-{}MiB={:.1}ns chase-{}MiB={:.1}ns (a dependent load to a random line of that many MiB now: the L3 and the memory as this point's lookups find them)",
+                    cls.len(),
+                    chases[0].mib(),
+                    chases[0].ns(1 << 20),
+                    chases[1].mib(),
+                    chases[1].ns(1 << 18),
+                );
+            }
             let points = lookup_points(&args, set, &w, &cls);
             if first_point.is_empty() {
                 first_point = points.clone();
