@@ -204,6 +204,8 @@ impl<T> Batch<T> {
     }
 
     fn add(&mut self, m: &Match, priority: u32, what: What<T>) -> &mut Self {
+        // The match's lines at once (its mask is compared, its value words gathered).
+        crate::hint::prefetch_all(m);
         let k = self.mask_of(m.mask());
         let values = Values::gather(m.value(), &self.masks[k as usize].idx);
         self.ops.push(BatchOp {
@@ -815,6 +817,9 @@ impl<T> Classifier<T> {
     /// removal use again (three hashings of the same words were a twentieth of a single
     /// insertion's instructions).
     fn touch_match(&mut self, m: &Match) -> Option<(Arc<Mask>, Values, WriteHashes)> {
+        // The match's twelve lines at once, for the reads below (a controller's matches
+        // decoded in a batch before they are committed one by one are out of the caches).
+        crate::hint::prefetch_all(m);
         self.warm_replay();
         let mask = self.interned(m.mask())?;
         let values = Values::new(m.value(), &mask);
@@ -991,6 +996,8 @@ impl<T> Classifier<T> {
     /// Checks `m` (with `check`) and compiles it: the interned mask and the masked value
     /// words.
     fn prepare(&mut self, m: &Match, check: bool) -> Result<(Arc<Mask>, Values), Error> {
+        // As `touch_match`: the match's lines at once, for the reads that follow.
+        crate::hint::prefetch_all(m);
         self.prepare_with(m, check, None)
     }
 
