@@ -50,44 +50,41 @@ pub(crate) fn zeroed<T: Zeroable>(len: usize) -> Arc<[T]> {
 /// Asks the CPU to bring the cache line holding `r` into L1. A hint: it never faults, reads
 /// nothing the program sees and changes nothing.
 #[inline(always)]
-#[cfg(target_arch = "x86_64")]
 pub(crate) fn prefetch<T>(r: &T) {
-    use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    let p = (r as *const T).cast::<i8>();
-    // SAFETY: `_mm_prefetch` is `unsafe` only because it is a `#[target_feature(enable =
-    // "sse")]` function; SSE is part of the x86_64 baseline. A prefetch never faults and has
-    // no visible effect, and `p` comes from a live reference.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(p) }
+    prefetch_at((r as *const T).cast::<i8>());
 }
 
 /// Asks the CPU to bring every cache line of `r` into L1 (see [`prefetch`]): a value larger than
 /// a line, as a 720-byte `Match` whose words a commit reads one after another.
 #[inline(always)]
-#[cfg(target_arch = "x86_64")]
 pub(crate) fn prefetch_all<T>(r: &T) {
-    use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
     let p = (r as *const T).cast::<i8>();
     let size = std::mem::size_of::<T>();
-    // The first byte of every line the value touches, and its last byte.
+    // The first byte of every line the value touches, and its last byte (`wrapping_add` keeps
+    // the addresses inside the value).
     let offsets = (0..size)
         .step_by(64)
         .chain((!size.is_multiple_of(64)).then(|| size - 1));
     for off in offsets {
-        // SAFETY: as in `prefetch`; `wrapping_add` keeps the address inside the value (and a
-        // prefetch of any address is harmless).
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) }
+        prefetch_at(p.wrapping_add(off));
     }
 }
 
-/// Asks the CPU to bring every cache line of `r` into L1 (a no-op on this architecture).
+/// The prefetch of the line holding address `p`, for [`prefetch`] and [`prefetch_all`].
 #[inline(always)]
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn prefetch_all<T>(_r: &T) {}
+#[cfg(target_arch = "x86_64")]
+fn prefetch_at(p: *const i8) {
+    use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    // SAFETY: `_mm_prefetch` is `unsafe` only because it is a `#[target_feature(enable =
+    // "sse")]` function; SSE is part of the x86_64 baseline. A prefetch never faults and has
+    // no visible effect, whatever the address (the callers' come from live references).
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p) }
+}
 
-/// Asks the CPU to bring the cache line holding `r` into L1 (a no-op on this architecture).
+/// The prefetch of the line holding address `p` (a no-op on this architecture).
 #[inline(always)]
 #[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn prefetch<T>(_r: &T) {}
+fn prefetch_at(_p: *const i8) {}
 
 #[cfg(test)]
 mod tests {
