@@ -734,18 +734,21 @@ fn main() {
         keep_freed: !args.malloc_default,
         huge_pages: !args.malloc_default && !args.small_pages,
     });
+    // The latency probes' buffers, made once and only if lookups run: 4 MiB stays in the L3 of
+    // the guests these runs are made on (32 MiB shared with the host's other guests), 8 MiB is at
+    // the edge of what this guest keeps of it (20 ns in one run, 120 ns in the next; about what
+    // an exact 262,144-rule single-lookup run touches), 64 MiB is the memory's. Made before the
+    // reservation, so as not to take their 76 MiB out of it.
+    let chases = (!args.apis.is_empty()).then(|| {
+        [
+            chase::Chase::new(4 << 20),
+            chase::Chase::new(8 << 20),
+            chase::Chase::new(64 << 20),
+        ]
+    });
     // A heap reserved at start (`mempolicy::reserve_heap`, on this thread, the writer's), so
     // that the first commits to a new peak fault nothing.
     let reserved = mempolicy::reserve_heap(args.reserve_mb.saturating_mul(1 << 20));
-    // The latency probes' buffers, made once: 4 MiB stays in the L3 of the guests these runs are
-    // made on (32 MiB shared with the host's other guests), 8 MiB is at the edge of what this
-    // guest keeps of it (20 ns in one run, 120 ns in the next; about what an exact
-    // 262,144-rule single-lookup run touches), 64 MiB is the memory's.
-    let chases = [
-        chase::Chase::new(4 << 20),
-        chase::Chase::new(8 << 20),
-        chase::Chase::new(64 << 20),
-    ];
     println!("# classifier-bench: {args:?}");
     println!(
         "# GLIBC_TUNABLES={} (transparent huge pages for the heap: {})",
@@ -796,7 +799,7 @@ fn main() {
                 mem.table_bytes as f64 / mem.n_rules.max(1) as f64,
                 mem.rule_bytes as f64 / mem.n_rules.max(1) as f64,
             );
-            if !args.apis.is_empty() {
+            if let Some(chases) = &chases {
                 // The host's memory latency now (see `chase`), for reading this point's
                 // lookups: a disturbed minute reads higher.
                 println!(
