@@ -154,7 +154,7 @@ pub fn enforce(policy: Policy) -> bool {
         return fail_rerun(&tunables, rerun_with(&tunables, None));
     }
     let current = current.unwrap_or_default();
-    if !current.split(':').any(|t| t == HUGE_PAGES) || huge_pages_taken() != Some(false) {
+    if !has_group(&current, HUGE_PAGES) || huge_pages_taken() != Some(false) {
         return true;
     }
     let tries = std::env::var(TRIES_VAR)
@@ -191,11 +191,15 @@ pub const MAX_RESERVE: usize = 1 << 30;
 /// [`GROUPS`] as the policy sets it.
 pub fn keeps_freed_memory() -> bool {
     cfg!(all(target_os = "linux", target_env = "gnu"))
-        && std::env::var("GLIBC_TUNABLES").is_ok_and(|t| {
-            KEEP_FREED
-                .split(':')
-                .all(|want| t.split(':').any(|have| have == want))
-        })
+        && std::env::var("GLIBC_TUNABLES").is_ok_and(|t| has_group(&t, KEEP_FREED))
+}
+
+/// True if the `GLIBC_TUNABLES` value `tunables` sets every tunable of `group` (one of
+/// [`GROUPS`]) exactly as the group does.
+fn has_group(tunables: &str, group: &str) -> bool {
+    group
+        .split(':')
+        .all(|want| tunables.split(':').any(|have| have == want))
 }
 
 /// Grows the heap by `bytes` (at most [`MAX_RESERVE`]), writes one byte in every page of it
