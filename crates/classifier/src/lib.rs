@@ -49,23 +49,27 @@
 //! on the bits of `wc` gets the same rule.* Per subtable visited:
 //!
 //! - a hit consults the subtable's whole mask;
-//! - a miss is explained as narrowly as the structures allow, stage by stage (metadata, L2, L3, L4:
-//!   [`packet::key::STAGES`]) as OVS does. Before each stage, the **prefix tries** of that stage's
-//!   prefix fields are checked: if no rule prefix of the packet's address has the subtable's prefix
-//!   length, the subtable misses, and only the address bits the trie walk needed (plus the earlier
-//!   stages' bits) are consulted, not the whole /32. Then the **stage index** (hashes of every
-//!   rule's stages up to this one) is probed: if no rule has the packet's values there, only the
-//!   stages so far are consulted. A subtable that a trie walk the lookup made already rules out,
-//!   and whose explanation could add no bit not consulted already, is not explained again;
+//! - a miss is explained as narrowly as the structures allow. The **prefix tries** come first: if
+//!   no rule prefix of the packet's address has the subtable's prefix length, the subtable misses,
+//!   and only the address bits the trie walk needed (plus the words of the stages before the
+//!   field's: metadata, L2, L3, L4, [`packet::key::STAGES`]) are consulted, not the whole /32.
+//!   Otherwise the **stage indices** (hashes of every rule's stages up to each one) are asked stage
+//!   by stage, as OVS does: if no rule has the packet's values there, only the stages so far are
+//!   consulted;
 //! - subtables skipped because of priority consult nothing.
 //!
-//! A hit does not pay for the explanation: the lookup probes the full hash first and walks
-//! the stages only on a miss (the outcome is the same as probing stage by stage), finishing the
-//! stage indices' hashes from the hash chain the probe left at each stage's end instead of
-//! hashing the words again; the tries' lookup context is made at the first miss. A trie is
-//! walked at most once per field and lookup, resumed only as deep as the prefix lengths asked
-//! about need; subtables an earlier walk already rules out skip their hash probe.
-//!
+//! A hit does not pay for the explanation: the lookup probes the full hash first and asks the
+//! stage indices only on a miss (the outcome is the same as probing stage by stage), finishing
+//! their hashes from the hash chain the probe left at each stage's end instead of hashing the
+//! words again. In a rule set of several subtables, every trie is walked to the end of the
+//! packet's path at the first subtable with a prefix length on a trie's field (`Walked`), and
+//! from then on each subtable a trie rules out is skipped without a probe: a mixed-mask set
+//! of twenty subtables skips 19 of them on a miss and 6 of the 9.5 it visits on a hit. The
+//! address bits those rule-outs need are nested (a prefix of the walk's path), so the lookup
+//! keeps the longest per trie and ORs it in once. A rule set of one subtable (an exact-match
+//! table) walks its tries lazily instead, at its miss, stage by stage and only as deep as its
+//! prefix length asks.
+
 //! Tries are path-compressed binary tries with counts (`trie.rs`), one per field for both
 //! versions: the writer changes the node array in place while readers walk it. The prefix fields
 //! are OVS's `prefixes`: by default `nw_dst` and `nw_src`; IPv6 addresses and any field up to 64

@@ -69,6 +69,11 @@ pub(crate) struct Mask {
     /// Per prefix field with a length here, the position in `idx` where its stage begins:
     /// the words a miss that its trie rules out consults besides the trie's bits.
     pub(crate) trie_pos: [u8; MAX_PREFIXES],
+    /// The tries with a prefix length here (bit `t` for prefix field `t`).
+    pub(crate) trie_set: u8,
+    /// Per trie with a prefix length `l` here, bit `(l - 1) % 64`: its test in the half of a
+    /// walk's lengths that holds it ([`Walked`](crate::subtable::Walked)).
+    pub(crate) trie_bit: [u64; MAX_PREFIXES],
     /// The writer's: [`Match::prereq_bits`](openflow::Match::prereq_bits) of matches with this
     /// mask that passed the prerequisite check, which depends on the mask and those bits alone
     /// (bit 32 marks a slot in use). Readers never read it.
@@ -131,6 +136,8 @@ impl Mask {
             trie_plens,
             stage_tries,
             trie_pos,
+            trie_set: stage_tries.iter().fold(0, |a, s| a | s),
+            trie_bit: trie_plens.map(|l| if l == 0 { 0 } else { 1 << ((l - 1) % 64) }),
             valid_prereqs: Default::default(),
         }
     }
@@ -161,16 +168,6 @@ impl Mask {
         for (i, b) in self.idx[..end].iter().zip(&self.bits[..end]) {
             wc.words[usize::from(*i)] |= *b;
         }
-    }
-
-    /// True if `wc` has every bit of the first `end` mask words (what [`Mask::or_into`] would
-    /// add is there already).
-    #[inline]
-    pub(crate) fn covered_by(&self, wc: &FlowKey, end: usize) -> bool {
-        self.idx[..end]
-            .iter()
-            .zip(&self.bits[..end])
-            .all(|(i, b)| wc.words[usize::from(*i)] & b == *b)
     }
 }
 

@@ -88,12 +88,10 @@ fn left_aligned(key: &FlowKey, field: KeyField) -> u128 {
     key.get(field) << (128 - u32::from(field.width))
 }
 
-/// A trie that rules a subtable out ([`TrieCtx::ruling_trie`]): trie `t`, on the first `n`
-/// bits of its field; `add`, those bits in the field's position.
+/// A trie that rules a subtable out ([`TrieCtx::ruling_trie`]): its field, and in `add` the
+/// leading bits of the field the proof needs, in the field's position.
 #[derive(Debug, Clone, Copy)]
 struct Ruling {
-    t: usize,
-    n: u8,
     field: KeyField,
     add: u128,
 }
@@ -106,12 +104,6 @@ pub(crate) struct TrieCtx<'a> {
     /// The tries walked from their roots (see [`RuleSet`](crate::RuleSet)'s `small_tries`).
     small: u8,
     walks: [Walk; crate::rule::MAX_PREFIXES],
-    /// Per trie, leading bits of its field this lookup's explanations have ORed into its
-    /// consulted bits (they may hold more: a stage or a hit ORs whole fields). Kept only in
-    /// a rule set of several subtables: in one of one subtable no later subtable asks.
-    covered: [u8; crate::rule::MAX_PREFIXES],
-    /// True if the rule set has more than one subtable.
-    many: bool,
 }
 
 impl<'a> TrieCtx<'a> {
@@ -121,15 +113,12 @@ impl<'a> TrieCtx<'a> {
         prefixes: &'a [PrefixField],
         tries: &'a [crate::trie::TrieView],
         small: u8,
-        many: bool,
     ) -> Self {
         TrieCtx {
             prefixes,
             tries,
             small,
             walks: Default::default(),
-            covered: [0; crate::rule::MAX_PREFIXES],
-            many,
         }
     }
 
@@ -177,29 +166,6 @@ impl<'a> TrieCtx<'a> {
         }
     }
 
-    /// If a trie walk already made for this lookup proves that no rule with mask `m` matches,
-    /// the first such trie and the leading bits of its field the proof needs. Walks no
-    /// further (a hit must not pay for a walk) and consults nothing by itself: the caller
-    /// explains the miss ([`TrieCtx::explained`], else [`Subtable::explain_miss`]).
-    #[inline]
-    pub(crate) fn ruled_out(&self, m: &Mask) -> Option<(usize, u8)> {
-        self.walks
-            .iter()
-            .zip(m.trie_plens.iter())
-            .position(|(w, plen)| *plen != 0 && w.knows(*plen) && !w.m().has_len(*plen))
-            .map(|t| (t, self.walks[t].m().examined.min(m.trie_plens[t])))
-    }
-
-    /// True if `wc` already holds a proof that no rule with mask `m` matches, trie `t` having
-    /// ruled it out on the first `n` bits of its field ([`TrieCtx::ruled_out`]): those bits
-    /// (an explanation of this lookup ORed them) and every word of the stages before the
-    /// field's. The check a lookup makes for each subtable a trie rules out, most of which
-    /// (misses of a mixed-mask set: eighteen of twenty) an earlier explanation has covered.
-    #[inline]
-    pub(crate) fn explained(&self, m: &Mask, t: usize, n: u8, wc: &FlowKey) -> bool {
-        self.covered[t] >= n && m.covered_by(wc, usize::from(m.trie_pos[t]))
-    }
-
     /// If a trie of `set` (bit `t` for trie `t`) rules the subtable with mask `m` out, ORs
     /// the address bits the decision needed into `wc` and returns `true`.
     #[inline(always)]
@@ -207,35 +173,9 @@ impl<'a> TrieCtx<'a> {
         match self.ruling_trie(m, set, key) {
             Some(r) => {
                 wc.set(r.field, wc.get(r.field) | r.add);
-                self.covered[r.t] = self.covered[r.t].max(r.n);
                 true
             }
             None => false,
-        }
-    }
-
-    /// Notes that the consulted bits hold mask `m`'s first `end` words (`end` a stage's end):
-    /// its whole prefix on each field of those stages.
-    #[inline]
-    pub(crate) fn note_words(&mut self, m: &Mask, end: usize) {
-        if !self.many {
-            return;
-        }
-        for ((c, plen), pos) in self.covered.iter_mut().zip(&m.trie_plens).zip(&m.trie_pos) {
-            if *plen != 0 && usize::from(*pos) < end {
-                *c = (*c).max(*plen);
-            }
-        }
-    }
-
-    /// If a trie on a field of stage `stage` rules the subtable with mask `m` out, the field
-    /// and the address bits (in the field's position) the decision needed.
-    #[inline]
-    fn skip_bits(&mut self, m: &Mask, stage: u8, key: &FlowKey) -> Option<(KeyField, u128)> {
-        match m.stage_tries[usize::from(stage)] {
-            // Most stages have no trie, and cost no call.
-            0 => None,
-            set => self.ruling_trie(m, set, key).map(|r| (r.field, r.add)),
         }
     }
 
@@ -253,14 +193,97 @@ impl<'a> TrieCtx<'a> {
             if !res.has_len(plen) {
                 let n = res.examined.min(plen);
                 return Some(Ruling {
-                    t,
-                    n,
                     field: pf.field,
                     add: prefix_mask(n) >> (128 - u32::from(pf.field.width)),
                 });
             }
         }
         None
+    }
+}
+
+/// The tries' answers for one lookup in a rule set of several subtables (with tracking):
+/// every trie walked to the end of the key's path at once, at the lookup's first miss, so that
+/// each later subtable is kept or ruled out from its prefix lengths alone, without a probe.
+///
+/// A subtable a trie rules out is explained by the stages before the trie's field and the
+/// leading bits of the field the walk examined up to the subtable's prefix length; those bits
+/// are nested (a walk's bits are a prefix of its address), so the lookup keeps the longest per
+/// trie and ORs it in once, at its end ([`Walked::finish`]). What a walk concludes about a
+/// length is the same whether it walked lazily up to that length or to its end (it ends at the
+/// same node or passes the same ones), so these are the bits lazy walks would give.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Walked {
+    /// Per trie, bit `l - 1` set if a rule's prefix of length `l` matches the key, in two
+    /// halves (a test of a `u128` bit at a variable place is a dozen instructions).
+    lens: [[u64; 2]; crate::rule::MAX_PREFIXES],
+    /// Per trie, the leading bits of its field its walk examined.
+    examined: [u8; crate::rule::MAX_PREFIXES],
+    /// Per trie, the leading bits of its field the rule-outs so far need.
+    need: [u8; crate::rule::MAX_PREFIXES],
+}
+
+impl Walked {
+    /// Walks every trie of `tries` (over fields `prefixes`) for `key` to its end. The walks
+    /// that start from a jump table are begun together, so that their first misses overlap.
+    #[inline(never)]
+    pub(crate) fn new(
+        prefixes: &[PrefixField],
+        tries: &[crate::trie::TrieView],
+        key: &FlowKey,
+    ) -> Walked {
+        let mut walks = [Walk::NEW; crate::rule::MAX_PREFIXES];
+        let mut bits = [0u128; crate::rule::MAX_PREFIXES];
+        for (((w, b), trie), pf) in walks.iter_mut().zip(&mut bits).zip(tries).zip(prefixes) {
+            *b = left_aligned(key, pf.field);
+            if trie.walks_from_jump() {
+                trie.begin(w, *b);
+            }
+        }
+        let mut out = Walked {
+            lens: [[0; 2]; crate::rule::MAX_PREFIXES],
+            examined: [0; crate::rule::MAX_PREFIXES],
+            need: [0; crate::rule::MAX_PREFIXES],
+        };
+        for (t, ((w, trie), pf)) in walks.iter_mut().zip(tries).zip(prefixes).enumerate() {
+            trie.finish(w, bits[t], pf.field.width);
+            let m = w.m();
+            #[allow(clippy::cast_possible_truncation)] // The two halves, on purpose.
+            {
+                out.lens[t] = [m.lens as u64, (m.lens >> 64) as u64];
+            }
+            out.examined[t] = m.examined;
+        }
+        out
+    }
+
+    /// If a trie rules out every rule with mask `m` for this key, notes the bits the proof
+    /// needs on the trie's field and returns the position in `m`'s words where the trie's
+    /// stage begins: the words before it are the rest of the proof (the caller ORs them).
+    #[inline]
+    pub(crate) fn rule_out(&mut self, m: &Mask) -> Option<usize> {
+        let mut set = m.trie_set;
+        while set != 0 {
+            let t = set.trailing_zeros() as usize;
+            set &= set - 1;
+            let plen = m.trie_plens[t];
+            if self.lens[t][usize::from(plen > 64)] & m.trie_bit[t] == 0 {
+                self.need[t] = self.need[t].max(self.examined[t].min(plen));
+                return Some(usize::from(m.trie_pos[t]));
+            }
+        }
+        None
+    }
+
+    /// ORs into `wc` the bits the rule-outs of this lookup needed on the tries' fields.
+    #[inline]
+    pub(crate) fn finish(&self, prefixes: &[PrefixField], wc: &mut FlowKey) {
+        for (n, pf) in self.need.iter().zip(prefixes) {
+            if *n != 0 {
+                let add = prefix_mask(*n) >> (128 - u32::from(pf.field.width));
+                wc.set(pf.field, wc.get(pf.field) | add);
+            }
+        }
     }
 }
 
@@ -1648,45 +1671,38 @@ impl<T> Subtable<T> {
         finish(h)
     }
 
-    /// After [`Subtable::find`] missed, or a trie walk ruled the subtable out: ORs into `wc`
-    /// the bits that prove the miss for every packet agreeing with `key` on them (tries first,
-    /// then stage indices; the same bits, but for an index's hash collision, where a probed
-    /// subtable's small stage asks its index first). With `raw`, the hash chain at the stage ends
-    /// as [`Subtable::hash_key_staged`] left it for the probe that missed, the stage indices'
-    /// hashes are finished from it; without (no probe), the words are hashed stage by stage,
-    /// only as far as the stage that proves the miss.
+    /// After [`Subtable::find`] missed in a rule set of this one subtable: ORs into `wc` the
+    /// bits that prove the miss for every packet agreeing with `key` on them, stage by stage
+    /// (at each, its tries first, then its stage index; the same bits, but for an index's hash
+    /// collision, where a small stage asks its index first). `raw`: the hash chain at the stage
+    /// ends as [`Subtable::hash_key_staged`] left it for the probe that missed, from which the
+    /// stage indices' hashes are finished.
+    #[allow(clippy::needless_range_loop)] // `j` indexes the stages, their indices and `raw`.
     pub(crate) fn explain_miss(
         &self,
         key: &FlowKey,
-        seed: u64,
-        raw: Option<&Raw>,
+        raw: &Raw,
         tries: &mut TrieCtx<'_>,
         wc: &mut FlowKey,
     ) {
         let m = &*self.mask;
-        if raw.is_none() && self.ruled_out_adds_nothing(key, tries, wc) {
-            return;
-        }
-        let mut h = seed;
         let mut pos = 0;
         let n = m.stage_ends.len();
         for j in 0..n {
             let end = usize::from(m.stage_ends[j]);
             let set = m.stage_tries[usize::from(m.stage_ids[j])];
             if set != 0 {
-                // A probed subtable's stage whose tries are all small, and whose index is too,
-                // asks the index first: if the index has the key's stage, no trie of the
-                // stage can rule the subtable out (a rule there has the key's address bits),
-                // and the walks are skipped; if not, the tries still get their say, so the
-                // bits are those of the tries-first order (more only where two stages' hashes
-                // collide in the index, which consults later stages too). OVS's 1,000-rule set
-                // passes its L3 index in two misses of five, and walked both address tries for
-                // nothing there; large tries (random addresses, which they rule out at once)
-                // keep the tries-first order.
-                if let Some(r) =
-                    raw.filter(|_| j + 1 < n && set & !tries.small == 0 && self.index[j].small())
-                {
-                    if self.index[j].contains(finish(r[j])) {
+                // A stage whose tries are all small, and whose index is too, asks the index
+                // first: if the index has the key's stage, no trie of the stage can rule the
+                // subtable out (a rule there has the key's address bits), and the walks are
+                // skipped; if not, the tries still get their say, so the bits are those of the
+                // tries-first order (more only where two stages' hashes collide in the index,
+                // which consults later stages too). OVS's 1,000-rule set passes its L3 index in
+                // two misses of five, and walked both address tries for nothing there; large
+                // tries (random addresses, which they rule out at once) keep the tries-first
+                // order.
+                if j + 1 < n && set & !tries.small == 0 && self.index[j].small() {
+                    if self.index[j].contains(finish(raw[j])) {
                         pos = end;
                         continue;
                     }
@@ -1696,7 +1712,6 @@ impl<T> Subtable<T> {
                         end
                     };
                     m.or_into(wc, upto);
-                    tries.note_words(m, upto);
                     return;
                 }
                 if tries.skip_set(m, set, key, wc) {
@@ -1707,43 +1722,35 @@ impl<T> Subtable<T> {
             if j + 1 == n {
                 break;
             }
-            let ph = match raw {
-                Some(r) => finish(r[j]),
-                None => {
-                    for (i, b) in m.idx[pos..end].iter().zip(&m.bits[pos..end]) {
-                        h = mix_at(h, *i, key.words[usize::from(*i)] & b);
-                    }
-                    finish(h)
-                }
-            };
             pos = end;
-            if !self.index[j].contains(ph) {
+            if !self.index[j].contains(finish(raw[j])) {
                 m.or_into(wc, end);
-                tries.note_words(m, end);
                 return;
             }
         }
         m.or_into(wc, m.idx.len());
-        tries.note_words(m, m.idx.len());
     }
 
-    /// For a subtable that a trie walk made already rules out: true if
-    /// [`Subtable::explain_miss`] could add no bit to `wc`, whatever its stage-index probes
-    /// found. It consults at most the stages before the first trie that rules the subtable out,
-    /// and that trie's bits, and a lookup's earlier subtables often consulted them all (the
-    /// same `dl_type`, the same address bits of the same walk). Subtables probed first are not
-    /// asked: with one subtable (OVS's benchmark sets) the check was only a cost.
+    /// After a probe of `key` missed in a subtable of a rule set of several: ORs into `wc` the
+    /// bits that prove the miss. A trie that rules the subtable out proves it with its stage's
+    /// earlier words ([`Walked::rule_out`]); otherwise the stage indices do, their hashes
+    /// finished from `raw`, the probe's hash chain at the stage ends: the stages up to the
+    /// first whose index lacks the key's values, or the whole mask.
     #[inline]
-    fn ruled_out_adds_nothing(&self, key: &FlowKey, tries: &mut TrieCtx<'_>, wc: &FlowKey) -> bool {
+    pub(crate) fn explain_probed(&self, raw: &Raw, walked: &mut Walked, wc: &mut FlowKey) {
         let m = &*self.mask;
-        let mut pos = 0;
-        for (&stage, &end) in m.stage_ids.iter().zip(m.stage_ends.iter()) {
-            if let Some((field, add)) = tries.skip_bits(m, stage, key) {
-                return wc.get(field) & add == add && m.covered_by(wc, pos);
-            }
-            pos = usize::from(end);
+        if let Some(pos) = walked.rule_out(m) {
+            m.or_into(wc, pos);
+            return;
         }
-        false
+        let n = m.stage_ends.len();
+        for (j, r) in raw.iter().enumerate().take(n.saturating_sub(1)) {
+            if !self.index[j].contains(finish(*r)) {
+                m.or_into(wc, usize::from(m.stage_ends[j]));
+                return;
+            }
+        }
+        m.or_into(wc, m.idx.len());
     }
 
     /// True if this subtable's table is too large to stay in cache, so that a batch gains by

@@ -798,6 +798,46 @@ fn a_ruled_out_subtable_consults_its_earlier_stages() {
     assert_eq!(wc.get(fields::DL_TYPE), 0xffff);
 }
 
+/// Subtables the tries rule out are not probed, and the trie bits their proofs need are the
+/// longest any of them needs (the walk's bits up to each one's prefix length): one rule-out
+/// at 24 bits beside a hit at /16, and two at the walk's 15 bits beside a hit without an
+/// address. Batch lookups consult the same bits.
+#[test]
+fn ruled_out_subtables_consult_the_longest_proof() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a01_0200, 24), 30, 0, 1).unwrap();
+    cls.insert(v4_match(0x0a01_0000, 16), 20, 0, 2).unwrap();
+    cls.insert(v4_match(0, 0), 10, 0, 3).unwrap();
+    let check = |dst: u32, want_rule: u32, want_dst: u128| {
+        let k = v4_packet(dst);
+        let mut single = FlowKey::default();
+        let r = cls
+            .reader()
+            .lookup(&k, Some(&mut single))
+            .map(|r| *r.payload());
+        assert_eq!(r, Some(want_rule), "rule for {dst:#x}");
+        assert_eq!(
+            single.get(fields::NW_DST),
+            want_dst,
+            "nw_dst bits for {dst:#x}"
+        );
+        assert_eq!(single.get(fields::DL_TYPE), 0xffff);
+        let mut out = [None];
+        let mut batch = [FlowKey::default()];
+        cls.reader()
+            .snapshot()
+            .lookup_batch(std::slice::from_ref(&k), &mut out, Some(&mut batch));
+        assert_eq!(
+            batch[0], single,
+            "batch and single lookups consult the same bits"
+        );
+    };
+    // 10.1.3.5 leaves 10.1.2.0/24 at bit 23: 24 bits rule the /24 out; the /16 hits.
+    check(0x0a01_0305, 2, 0xffff_ff00);
+    // 10.2.3.4 leaves 10.1.0.0/16 at bit 14: 15 bits rule both out; the catch-all hits.
+    check(0x0a02_0304, 3, 0xfffe_0000);
+}
+
 #[test]
 fn lookup_equal_priority_earliest_insert_wins() {
     let mut cls: Classifier<u32> = Classifier::new();

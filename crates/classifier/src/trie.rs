@@ -807,6 +807,21 @@ impl TrieView {
         with_arr!(&self.arr, v => advance_in(v, w, bits, width, upto));
     }
 
+    /// Advances walk `w` along `bits` to its end, as [`TrieView::advance`] with `upto` the
+    /// field's width would. Over 16-byte nodes (fields of at most 32 bits) a loop of its own,
+    /// with the walk in registers and its lengths in 64 bits: every lookup of a rule set of
+    /// several subtables makes such walks ([`Walked`](crate::subtable::Walked)).
+    #[inline]
+    pub(crate) fn finish(&self, w: &mut Walk, bits: u128, width: u8) {
+        if !w.started {
+            self.begin(w, bits);
+        }
+        match &self.arr {
+            Arr::Narrow(v) => finish_narrow(v, w, bits, width),
+            Arr::Wide(v) => advance_in(v, w, bits, width, width),
+        }
+    }
+
     /// Bytes of the node array and its jump table.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.jump.heap_bytes()
@@ -867,6 +882,40 @@ fn advance_in<R: Repr>(nodes: &[R], w: &mut Walk, bits: u128, width: u8, upto: u
         w.examined = len + 1;
         w.cur = node.next(a, len);
     }
+}
+
+/// [`TrieView::finish`] over 16-byte nodes: [`advance_in`]'s steps with `upto` the width.
+#[inline]
+fn finish_narrow(nodes: &[Narrow], w: &mut Walk, bits: u128, width: u8) {
+    debug_assert!(
+        w.started && width <= 32,
+        "a narrow walk advances once begun"
+    );
+    if w.done {
+        return;
+    }
+    let a = Narrow::addr(bits);
+    let (mut cur, mut examined) = (w.cur, w.examined);
+    // Bit `l` for a rule of length `l` met (0 included, dropped at the end).
+    let mut lens = 0u64;
+    // `NIL` (no child on the path) is past the array's end.
+    while let Some(node) = nodes.get(cur as usize) {
+        let (len, m, c) = node.meet(a);
+        if c < len {
+            examined = c + 1;
+            break;
+        }
+        lens |= (m & 1) << len;
+        if len >= width {
+            examined = width;
+            break;
+        }
+        examined = len + 1;
+        cur = node.next(a, len);
+    }
+    w.lens |= u128::from(lens >> 1);
+    w.examined = examined;
+    w.done = true;
 }
 
 /// The writer's side of one trie: the newest node array (which the spare reads), the count of

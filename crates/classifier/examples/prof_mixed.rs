@@ -1,0 +1,44 @@
+//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc]`), for callgrind and A/B runs.
+#![allow(missing_docs)]
+#[path = "../src/bin/classifier-bench/gen.rs"]
+#[allow(dead_code)]
+mod gen;
+use std::hint::black_box;
+
+use packet::key::FlowKey;
+fn main() {
+    let mut a = std::env::args().skip(1);
+    let n: usize = a.next().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let look: usize = a.next().and_then(|v| v.parse().ok()).unwrap_or(200_000);
+    let flags: Vec<String> = a.collect();
+    let miss = flags.iter().any(|f| f == "miss");
+    let track = !flags.iter().any(|f| f == "nowc");
+    let w = gen::mixed(n, 20, 1);
+    let c = gen::load(&w);
+    let r = c.reader();
+    let snap = r.snapshot();
+    let keys = if miss { &w.misses } else { &w.hits };
+    // The consulted bits, counted outside the timed loop (a popcount of 45 words costs more
+    // than a lookup without `popcnt`).
+    let mut bits = 0u64;
+    for k in keys.iter().take(10_000) {
+        let mut wc = FlowKey::default();
+        snap.lookup(k, Some(&mut wc));
+        bits += u64::from(wc.words.iter().map(|w| w.count_ones()).sum::<u32>());
+    }
+    let sample = keys.len().min(10_000);
+    let t = std::time::Instant::now();
+    let mut hits = 0usize;
+    for i in 0..look {
+        let mut wc = FlowKey::default();
+        let k = &keys[i % keys.len()];
+        hits += usize::from(snap.lookup(k, track.then_some(&mut wc)).is_some());
+        black_box(&wc);
+    }
+    let el = t.elapsed().as_secs_f64();
+    println!(
+        "{n} rules: {:.2}M/s hits {hits} avg wc bits {:.1}",
+        look as f64 / el / 1e6,
+        bits as f64 / sample as f64
+    );
+}
