@@ -39,6 +39,10 @@ fn file_net(n: (u128, u8, i64), adds: &mut Vec<(u128, u8, i64)>, gone: &mut Vec<
 /// Most operations a batch prefetches for at once ([`RuleSet::touch_hashed`]).
 pub(crate) const TOUCH_GROUP: usize = 32;
 
+/// The most node positions a trie may have for lookups without tracking to walk it
+/// ([`RuleSet`]'s `cached_tries`): 16,384 16-byte nodes, 256 KB, a quarter of this guest's L2.
+const CACHED_TRIE_NODES: usize = 1 << 14;
+
 /// The best rule a lookup found so far, with bounds on its priority taken from the priorities
 /// of the subtable it came from: a rule's rank is a cache miss in a table larger than the
 /// caches, and the bounds settle most decisions without it (subtables in priority bands of
@@ -171,6 +175,9 @@ pub struct RuleSet<T> {
     /// fewer than a thousand or so nodes): [`Subtable::explain_miss`] may probe a stage's index
     /// before walking such tries.
     small_tries: u8,
+    /// True if every trie's node array is small enough to stay in the caches
+    /// ([`CACHED_TRIE_NODES`]): lookups without tracking then walk the tries too.
+    cached_tries: bool,
     /// Trie changes of the current batch, per trie, as (prefix, length, +1/-1), applied
     /// sorted by [`RuleSet::finish_batch`] so that consecutive walks share their upper path in
     /// cache.
@@ -253,6 +260,7 @@ impl<T> RuleSet<T> {
             order: Vec::new(),
             tries: prefixes.iter().map(|_| TrieView::default()).collect(),
             small_tries: u8::MAX,
+            cached_tries: true,
             trie_pending: prefixes.iter().map(|_| Vec::new()).collect(),
             last_gone: prefixes.iter().map(|_| Vec::new()).collect(),
             touched: Vec::new(),
@@ -301,6 +309,11 @@ impl<T> RuleSet<T> {
             return st.find(key, self.seed);
         }
         let mut best: Option<Best<'_, T>> = None;
+        // Tries in the caches are walked as a lookup with tracking walks them, and the subtables
+        // they rule out are skipped (mixed masks at 1,000 rules: misses 5x faster, hits the
+        // same). Larger tries cost more than the probes they save on hits (at 262,144 rules a
+        // walk is a few misses in memory; hits there read 0.75x with walks).
+        let mut walked: Option<Walked> = None;
         for (max_prio, i) in &self.order {
             if let Some(b) = &mut best {
                 if b.beats_all(*max_prio) {
@@ -310,6 +323,15 @@ impl<T> RuleSet<T> {
             let Some(st) = self.subtables[*i as usize].as_ref() else {
                 continue;
             };
+            if st.mask.trie_set != 0
+                && self.cached_tries
+                && walked
+                    .get_or_insert_with(|| self.walked(key))
+                    .rule_out(&st.mask)
+                    .is_some()
+            {
+                continue;
+            }
             if let Some(r) = st.find(key, self.seed) {
                 Best::found(&mut best, r, st.priority_range())
             }
@@ -860,6 +882,7 @@ impl<T> RuleSet<T> {
             }
         }
         self.small_tries = small_set(&self.tries);
+        self.cached_tries = self.tries.iter().all(|t| t.capacity() <= CACHED_TRIE_NODES);
     }
 
     /// After a failed batch was undone (this version holds what the published one holds

@@ -768,6 +768,11 @@ impl TrieView {
         w.m()
     }
 
+    /// Positions in the node array (its live nodes and room to grow).
+    pub(crate) fn capacity(&self) -> usize {
+        with_arr!(&self.arr, v => v.len())
+    }
+
     /// True if readers' walks start from the jump table ([`TrieView::begin`] may start them).
     #[inline]
     pub(crate) fn walks_from_jump(&self) -> bool {
