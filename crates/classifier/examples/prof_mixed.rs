@@ -1,4 +1,4 @@
-//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc]`), for callgrind and A/B runs.
+//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs]`; `ovs`: OVS's benchmark set instead), for callgrind and A/B runs.
 #![allow(missing_docs)]
 #[path = "../src/bin/classifier-bench/gen.rs"]
 #[allow(dead_code)]
@@ -13,7 +13,11 @@ fn main() {
     let flags: Vec<String> = a.collect();
     let miss = flags.iter().any(|f| f == "miss");
     let track = !flags.iter().any(|f| f == "nowc");
-    let w = gen::mixed(n, 20, 1);
+    let w = if flags.iter().any(|f| f == "ovs") {
+        gen::ovs_like(n, 16, 1)
+    } else {
+        gen::mixed(n, 20, 1)
+    };
     let c = gen::load(&w);
     let r = c.reader();
     let snap = r.snapshot();

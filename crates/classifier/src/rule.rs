@@ -56,6 +56,9 @@ pub(crate) struct Mask {
     pub(crate) idx: Box<[u8]>,
     /// The mask words at `idx`.
     pub(crate) bits: Box<[u64]>,
+    /// The hash's multiplier of each word at `idx` ([`mix_at`]'s, read here without an index
+    /// check: a lookup's hash is most of the instructions of a small table's lookup).
+    pub(crate) mults: Box<[u64]>,
     /// For each stage the mask touches, one past its last position in `idx`.
     pub(crate) stage_ends: Box<[u8]>,
     /// For each stage the mask touches, its index in [`STAGES`].
@@ -127,10 +130,12 @@ impl Mask {
                     .map_or(0, |(_, e)| *e);
             }
         }
+        let mults = idx.iter().map(|w| WORD_MULT[usize::from(*w)]).collect();
         Mask {
             key: *key,
             idx,
             bits,
+            mults,
             stage_ends: stage_ends.into(),
             stage_ids: stage_ids.into(),
             trie_plens,
@@ -361,7 +366,13 @@ const WORD_MULT: [u64; KEY_WORDS] = {
 /// [`finish`] spreads the bits.
 #[inline]
 pub(crate) fn mix_at(h: u64, word: u8, w: u64) -> u64 {
-    h.wrapping_add(w.wrapping_mul(WORD_MULT[usize::from(word)]))
+    mix_with(h, WORD_MULT[usize::from(word)], w)
+}
+
+/// [`mix_at`] with the word's multiplier given ([`Mask`]'s `mults`).
+#[inline]
+pub(crate) fn mix_with(h: u64, mult: u64, w: u64) -> u64 {
+    h.wrapping_add(w.wrapping_mul(mult))
 }
 
 /// Finalizes a running hash (the MurmurHash3 64-bit finalizer).

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use packet::key::{FlowKey, KeyField, KEY_WORDS};
 
 use crate::hint::prefetch;
-use crate::rule::{finish, mix_at, Mask, Rule};
+use crate::rule::{finish, mix_at, mix_with, Mask, Rule};
 use crate::ruleset::RECYCLE_MAX;
 use crate::shared::{SharedCells, SharedIndex, MIN_CELLS, N_INLINE};
 use crate::trie::{prefix_mask, TrieMatch, Walk};
@@ -1556,8 +1556,8 @@ impl<T> Subtable<T> {
     pub(crate) fn hash_key(&self, key: &FlowKey, seed: u64) -> u64 {
         let m = &*self.mask;
         let mut h = seed;
-        for (i, b) in m.idx.iter().zip(m.bits.iter()) {
-            h = mix_at(h, *i, key.words[usize::from(*i)] & b);
+        for ((i, b), k) in m.idx.iter().zip(m.bits.iter()).zip(m.mults.iter()) {
+            h = mix_with(h, *k, key.words[usize::from(*i)] & b);
         }
         finish(h)
     }
@@ -1658,8 +1658,14 @@ impl<T> Subtable<T> {
         // One loop over the words, as `hash_key`'s, noting the chain where a stage ends.
         let mut s = 0;
         let mut next = m.stage_ends.first().map_or(usize::MAX, |e| usize::from(*e));
-        for (k, (i, b)) in m.idx.iter().zip(m.bits.iter()).enumerate() {
-            h = mix_at(h, *i, key.words[usize::from(*i)] & b);
+        for (k, ((i, b), mult)) in m
+            .idx
+            .iter()
+            .zip(m.bits.iter())
+            .zip(m.mults.iter())
+            .enumerate()
+        {
+            h = mix_with(h, *mult, key.words[usize::from(*i)] & b);
             if k + 1 == next {
                 if let Some(r) = raw.get_mut(s) {
                     *r = h;
