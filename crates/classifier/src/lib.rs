@@ -179,6 +179,7 @@
 mod hint;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod naive;
+mod plan;
 mod rule;
 mod ruleset;
 mod shared;

@@ -275,6 +275,20 @@ impl Walked {
         None
     }
 
+    /// True if a rule's prefix on trie `t`'s field matches the key with the length whose bit
+    /// is `bit` in half `half` of the lengths (bit `(l - 1) % 64` of half `(l - 1) / 64`).
+    #[inline]
+    pub(crate) fn has_bit(&self, t: usize, half: usize, bit: u64) -> bool {
+        self.lens[t][half] & bit != 0
+    }
+
+    /// Notes a rule-out by trie `t` of a subtable with prefix length `plen` on its field: the
+    /// field's bits the walk examined, up to `plen`, are part of the proof.
+    #[inline]
+    pub(crate) fn note(&mut self, t: usize, plen: u8) {
+        self.need[t] = self.need[t].max(self.examined[t].min(plen));
+    }
+
     /// ORs into `wc` the bits the rule-outs of this lookup needed on the tries' fields.
     #[inline]
     pub(crate) fn finish(&self, prefixes: &[PrefixField], wc: &mut FlowKey) {
@@ -1749,6 +1763,14 @@ impl<T> Subtable<T> {
             m.or_into(wc, pos);
             return;
         }
+        self.explain_by_index(raw, wc);
+    }
+
+    /// After a probe of `key` missed in a subtable no trie rules out: ORs into `wc` the bits
+    /// the stage indices need to prove the miss ([`Subtable::explain_probed`]'s second half).
+    #[inline]
+    pub(crate) fn explain_by_index(&self, raw: &Raw, wc: &mut FlowKey) {
+        let m = &*self.mask;
         let n = m.stage_ends.len();
         for (j, r) in raw.iter().enumerate().take(n.saturating_sub(1)) {
             if !self.index[j].contains(finish(*r)) {

@@ -838,6 +838,76 @@ fn ruled_out_subtables_consult_the_longest_proof() {
     check(0x0a02_0304, 3, 0xfffe_0000);
 }
 
+/// Rule sets of 40 and of 70 subtables (prefixes of every length on `nw_dst`, half of them
+/// with a `nw_src` /8 too, some with `in_port`): with at most 64 subtables lookups rule them
+/// out from bitmaps of their prefix lengths (`plan.rs`), with more one by one. Both agree with
+/// the naive classifier, keep the consulted-bits contract, and batch lookups consult the same
+/// bits as single ones.
+#[test]
+fn many_subtables_with_and_without_a_plan() {
+    for n_masks in [40usize, 70] {
+        let mut rng = SmallRng::seed_from_u64(n_masks as u64);
+        let mut rules = Vec::new();
+        for k in 0..n_masks {
+            let plen = 1 + (k % 32) as u32;
+            for _ in 0..4 {
+                let dst = 0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff);
+                let mut m = v4_match(dst, plen);
+                if k / 32 % 2 == 1 {
+                    m.set_masked(fields::NW_SRC, 0x0a00_0000, 0xff00_0000);
+                }
+                if k >= 64 {
+                    m.set_exact(fields::IN_PORT, u128::from(rng.gen_range(1u32..4)));
+                }
+                rules.push((m, rng.gen_range(0..1000)));
+            }
+        }
+        let cls = committed(&rules, &V4_PREFIXES);
+        let mut naive = Naive::new();
+        let mut b = Batch::new();
+        for (i, (m, p)) in rules.iter().enumerate() {
+            b.insert(*m, *p, 0, i as u64);
+        }
+        naive.commit(&b).unwrap();
+        assert_eq!(cls.snapshot().n_subtables(), n_masks);
+        let keys: Vec<FlowKey> = (0..300)
+            .map(|i| {
+                let mut k = if i % 2 == 0 {
+                    let r = rng.gen_range(0..rules.len());
+                    packet_in(&mut rng, &rules[r].0)
+                } else {
+                    v4_packet(0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff))
+                };
+                k.set_nw_src(if rng.gen_bool(0.5) {
+                    0x0a01_0203
+                } else {
+                    0x0b01_0203
+                });
+                k.set_in_port(rng.gen_range(1..5));
+                k
+            })
+            .collect();
+        let snap = cls.snapshot();
+        for key in &keys {
+            assert_same(&cls, &naive, key);
+            let mut wc = FlowKey::default();
+            let want = snap.lookup(key, Some(&mut wc)).map(|r| r.seq());
+            for _ in 0..5 {
+                let mut q = rand_packet(&mut rng);
+                for w in 0..q.words.len() {
+                    q.words[w] = (key.words[w] & wc.words[w]) | (q.words[w] & !wc.words[w]);
+                }
+                assert_eq!(
+                    snap.lookup(&q, None).map(|r| r.seq()),
+                    want,
+                    "{n_masks} masks"
+                );
+            }
+        }
+        check_batch_equals_single_for(&mut rng, &rules, &V4_PREFIXES);
+    }
+}
+
 #[test]
 fn lookup_equal_priority_earliest_insert_wins() {
     let mut cls: Classifier<u32> = Classifier::new();
