@@ -19,6 +19,10 @@ use crate::subtable::Walked;
 pub(crate) struct Plan {
     /// The positions of the order; 0 if there is no plan.
     all: u64,
+    /// The address of each position's interned mask (0 for none): a subtable emptied and made
+    /// again at the same index with another mask and the same highest priority leaves the
+    /// order as it was, not the plan ([`Plan::holds`]).
+    ids: Vec<usize>,
     /// Per trie (ascending) and prefix length (longest first), the positions whose mask has
     /// that length on the trie's field.
     lens: Vec<Len>,
@@ -70,6 +74,7 @@ impl Plan {
         for (p, m) in masks.enumerate() {
             let bit = 1u64 << p;
             plan.all |= bit;
+            plan.ids.push(m.map_or(0, mask_addr));
             let Some(m) = m else {
                 plan.free.iter_mut().for_each(|f| *f |= bit);
                 continue;
@@ -119,6 +124,13 @@ impl Plan {
         plan
     }
 
+    /// True unless lookups use the plan and its subtable at position `p` has a mask other
+    /// than `m`.
+    #[inline]
+    pub(crate) fn holds(&self, p: usize, m: &Mask) -> bool {
+        !self.on() || self.ids.get(p) == Some(&mask_addr(m))
+    }
+
     /// True if lookups use the plan.
     #[inline]
     pub(crate) fn on(&self) -> bool {
@@ -166,6 +178,11 @@ impl Plan {
             }
         }
     }
+}
+
+/// A mask's address, which identifies it (masks are interned).
+fn mask_addr(m: &Mask) -> usize {
+    std::ptr::from_ref(m) as usize
 }
 
 /// The positions below `p` (all 64 for `p` of 64).

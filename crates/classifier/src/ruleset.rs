@@ -996,6 +996,16 @@ impl<T> RuleSet<T> {
                     .is_some_and(|st| self.order.contains(&(st.max_priority(), i)))
             })
         {
+            // The order stands; so does the plan, unless a subtable the batch changed has
+            // another mask than the plan's at its position (emptied and made again).
+            let stale = self.touched.iter().any(|&i| {
+                let st = self.subtables.get(i as usize).and_then(Option::as_ref);
+                let p = self.order.iter().position(|(_, j)| *j == i);
+                matches!((st, p), (Some(st), Some(p)) if !self.plan.holds(p, &st.mask))
+            });
+            if stale {
+                self.make_plan();
+            }
             return;
         }
         self.order.clear();
@@ -1007,6 +1017,11 @@ impl<T> RuleSet<T> {
         }
         // Stable on the index, so both versions order equal-priority subtables alike.
         self.order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        self.make_plan();
+    }
+
+    /// Makes the plan of the current order.
+    fn make_plan(&mut self) {
         self.plan = Arc::new(Plan::new(self.order.iter().map(|(_, i)| {
             self.subtables
                 .get(*i as usize)

@@ -849,7 +849,7 @@ fn many_subtables_with_and_without_a_plan() {
         let mut rng = SmallRng::seed_from_u64(n_masks as u64);
         let mut rules = Vec::new();
         for k in 0..n_masks {
-            let plen = 1 + (k % 32) as u32;
+            let plen = 1 + u32::try_from(k % 32).unwrap();
             for _ in 0..4 {
                 let dst = 0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff);
                 let mut m = v4_match(dst, plen);
@@ -905,6 +905,38 @@ fn many_subtables_with_and_without_a_plan() {
             }
         }
         check_batch_equals_single_for(&mut rng, &rules, &V4_PREFIXES);
+    }
+}
+
+/// A batch that empties a subtable and makes one of another mask with the same highest
+/// priority, which may take the same index: the order stays as it was, and lookups must still
+/// rule subtables out by the new mask's prefix lengths, not the old one's.
+#[test]
+fn a_subtable_made_again_with_another_mask_is_looked_up_by_its_own() {
+    let src8 = |src: u32| {
+        let mut m = v4_match(0, 0);
+        m.set_masked(fields::NW_SRC, u128::from(src), 0xff00_0000);
+        m
+    };
+    let mut cls: Classifier<u32> = Classifier::new();
+    cls.insert(v4_match(0x0a01_0000, 16), 10, 0, 1).unwrap();
+    cls.insert(v4_match(0x0a02_0300, 24), 20, 0, 2).unwrap();
+    let mut b = Batch::new();
+    b.remove(v4_match(0x0a01_0000, 16), 10);
+    b.insert(src8(0x0b00_0000), 10, 0, 3);
+    cls.commit(b).unwrap();
+    for (dst, want) in [
+        (0x0a05_0505, Some(3)),
+        (0x0a02_0301, Some(2)),
+        (0x0a01_0201, Some(3)),
+    ] {
+        let mut k = v4_packet(dst);
+        k.set_nw_src(0x0b01_0101);
+        let mut wc = FlowKey::default();
+        let got = cls.reader().lookup(&k, Some(&mut wc)).map(|r| *r.payload());
+        assert_eq!(got, want, "{dst:#x}");
+        let got = cls.reader().lookup(&k, None).map(|r| *r.payload());
+        assert_eq!(got, want, "{dst:#x} without tracking");
     }
 }
 
