@@ -66,7 +66,11 @@
 //! from then on each subtable a trie rules out is skipped without a probe: a mixed-mask set
 //! of twenty subtables skips 19 of them on a miss and 6 of the 9.5 it visits on a hit. The
 //! address bits those rule-outs need are nested (a prefix of the walk's path), so the lookup
-//! keeps the longest per trie and ORs it in once. A rule set of one subtable (an exact-match
+//! keeps the longest per trie and ORs it in once. With at most 64 subtables the rule set keeps
+//! them as bitmaps by prefix length (`plan.rs`): a lookup's rule-outs are then a few ORs over the
+//! lengths its walks met, and the ruled-out subtables it passed are explained together at its
+//! end. Lookups without tracking walk the tries too where they fit in the caches (the
+//! probes they save cost more than the walks there). A rule set of one subtable (an exact-match
 //! table) walks its tries lazily instead, at its miss, stage by stage and only as deep as its
 //! prefix length asks.
 
