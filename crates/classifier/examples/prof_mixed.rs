@@ -1,4 +1,5 @@
-//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs]`; `ovs`: OVS's benchmark set instead), for callgrind and A/B runs.
+//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs]`; `ovs`: OVS's benchmark set
+//! instead), for callgrind and A/B runs.
 #![allow(missing_docs)]
 #[path = "../src/bin/classifier-bench/gen.rs"]
 #[allow(dead_code)]

@@ -1,14 +1,18 @@
 /* ovs_cls: OVS 3.1's own classifier (lib/classifier.c) run over a workload file written by
  * ferrovs's `classifier-bench --with-ovs-cls`, so that both classifiers hold the same rules
- * and look up the same keys in the same order.
+ * and look up the same keys in the same order, or insert the same rules.
  *
  *   ovs_cls WORKLOAD [--lookups N] [--reps N] [--prios] [--serve] [--no-tries]
+ *   ovs_cls WORKLOAD --insert [--more N] [--batch N] [--reps N] [--no-tries]
  *
  * The workload file is line based (`#` starts a comment line):
  *
  *   R <priority> <field>=<value>/<mask> ...    a rule (fields not named are wildcarded)
  *   H <field>=<value> ...                      a key that should match some rule
  *   M <field>=<value> ...                      a key that should match no rule
+ *   B <priority> <field>=<value>/<mask> ...    (--insert) a rule of the full table; without
+ *                                              B lines, the R rules are the full table
+ *   X <priority> <field>=<value>/<mask> ...    (--insert) a rule inserted into the full table
  *
  * Fields: in_port dl_type nw_src nw_dst nw_proto nw_ttl tp_src tp_dst; values and masks are
  * unsigned integers in C syntax (0x... hex), host order, as ferrovs's `FlowKey` holds them.
@@ -37,7 +41,23 @@
  *   ovs-cls-median ...                     the same, the median of the repetitions
  *
  * --serve: after the build, one repetition per line read from stdin (the caller alternates
- * its own lookups with OVS's, without rebuilding either table), until end of input. */
+ * its own lookups with OVS's, without rebuilding either table), until end of input.
+ *
+ * --insert: OVS's insertion figures instead of lookups, as ofproto adds rules (see
+ * run_inserts()), each repetition from a classifier built afresh (builds and teardowns not
+ * timed); medians of --reps repetitions:
+ *   ovs-cls-insert into=empty rules= single=R/s batched=R/s subtables=
+ *                                          the R rules into an empty classifier: one flow_mod
+ *                                          each (single), and one bundle (batched)
+ *   ovs-cls-insert into=B rules=N single=R/s batched=R/s subtables=
+ *                                          the first N (--more, default all) X rules into the
+ *                                          B rules (B: their count), the same two ways
+ *   ovs-cls-batch into=B rules=N commit=Ss rule-init=Ss each=S/S/..
+ *                                          the first N (--batch, default all) X rules into
+ *                                          the B rules as one bundle's atomic commit;
+ *                                          rule-init: making their cls_rules, which OVS does
+ *                                          as each message is added to the bundle, before
+ *                                          the commit (not in `commit`) */
 
 #include <config.h>
 
@@ -52,9 +72,13 @@
 #include "classifier.h"
 #include "cmap.h"
 #include "flow.h"
+#include "openvswitch/dynamic-string.h"
 #include "openvswitch/match.h"
 #include "openvswitch/meta-flow.h"
+#include "ovs-atomic.h"
+#include "ovs-rcu.h"
 #include "util.h"
+#include "versions.h"
 
 /* One field of the workload format: where it sits in struct flow and how wide it is. */
 struct field {
@@ -182,9 +206,13 @@ parse_token(char *tok, struct spec *sp, bool is_rule, int line_no)
     ovs_fatal(0, "line %d: unknown field \"%s\"", line_no, tok);
 }
 
+/* The line kinds of the workload file. */
+enum kind { K_RULE, K_HIT, K_MISS, K_BASE, K_EXTRA, N_KINDS };
+static const char kind_letters[N_KINDS + 1] = "RHMBX";
+
+/* Reads 'path' into 'specs', one list per line kind. */
 static void
-read_workload(const char *path, struct specs *rules, struct specs *hits,
-              struct specs *misses)
+read_workload(const char *path, struct specs specs[N_KINDS])
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -200,10 +228,15 @@ read_workload(const char *path, struct specs *rules, struct specs *hits,
         if (!kind || kind[0] == '#') {
             continue;
         }
-        struct spec *sp;
-        bool is_rule = !strcmp(kind, "R");
+        /* strtok_r() gives no empty token, so kind[0] is not the terminator. */
+        const char *letter = kind[1] ? NULL : strchr(kind_letters, kind[0]);
+        if (!letter) {
+            ovs_fatal(0, "line %d: unknown line kind \"%s\"", line_no, kind);
+        }
+        enum kind k = letter - kind_letters;
+        struct spec *sp = specs_add(&specs[k]);
+        bool is_rule = k == K_RULE || k == K_BASE || k == K_EXTRA;
         if (is_rule) {
-            sp = specs_add(rules);
             char *prio = strtok_r(NULL, " \t\n", &save);
             if (!prio) {
                 ovs_fatal(0, "line %d: rule without a priority", line_no);
@@ -213,12 +246,6 @@ read_workload(const char *path, struct specs *rules, struct specs *hits,
                 ovs_fatal(0, "line %d: priority %s too large", line_no, prio);
             }
             sp->priority = p;
-        } else if (!strcmp(kind, "H")) {
-            sp = specs_add(hits);
-        } else if (!strcmp(kind, "M")) {
-            sp = specs_add(misses);
-        } else {
-            ovs_fatal(0, "line %d: unknown line kind \"%s\"", line_no, kind);
         }
         for (char *tok; (tok = strtok_r(NULL, " \t\n", &save)); ) {
             parse_token(tok, sp, is_rule, line_no);
@@ -226,6 +253,17 @@ read_workload(const char *path, struct specs *rules, struct specs *hits,
     }
     free(line);
     fclose(f);
+}
+
+/* 'sp' as a match: its fields' values under their masks, the rest wildcarded. */
+static void
+spec_to_match(const struct spec *sp, struct match *match)
+{
+    match_init_catchall(match);
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        put_field(&match->flow, &fields[i], sp->value[i] & sp->mask[i]);
+        put_field(&match->wc.masks, &fields[i], sp->mask[i]);
+    }
 }
 
 static struct flow *
@@ -343,13 +381,282 @@ median(double *v, size_t n)
     return v[n / 2];
 }
 
+/* --insert: OVS's insertion figures.
+ *
+ * Rules come from a decoded flow_mod's minimatch (struct ofputil_flow_mod holds one), made
+ * before anything is timed. OVS adds them as ofproto does (ofproto.c, OVS 3.1):
+ *
+ *   - a lone flow_mod (handle_flow_mod__()): the rule made from the minimatch
+ *     (add_flow_init(): cls_rule_init_from_minimatch()), inserted in the next version
+ *     (replace_rule_start(): classifier_insert() at tables_version + 1) with the classifier
+ *     publishing at once, then that version made the lookups'
+ *     (ofproto_bump_tables_version());
+ *   - a bundle (do_bundle_commit()): the rules were made as each message was added to the
+ *     bundle (handle_bundle_add()), not in the commit; the commit defers publication
+ *     (ofproto_table_classifier_defer()), inserts every rule in the next version, publishes
+ *     (ofproto_publish_classifiers()) and makes that version the lookups'.
+ *
+ * What ofproto adds around the classifier (classifier_find_rule_exactly() for an identical
+ * rule, which classifier_insert() finds anyway, its own rule struct and indexes, the
+ * datapath's revalidation) is left out: this is the classifier's share. */
+
+/* A rule as a decoded flow_mod holds it. */
+struct prepared {
+    struct minimatch match;
+    int priority;
+};
+
+static struct prepared *
+prepare(const struct specs *s)
+{
+    struct prepared *p = xmalloc(MAX(s->n, 1) * sizeof *p);
+    for (size_t k = 0; k < s->n; k++) {
+        struct match match;
+        spec_to_match(&s->v[k], &match);
+        minimatch_init(&p[k].match, &match);
+        p[k].priority = s->v[k].priority;
+    }
+    return p;
+}
+
+/* One OpenFlow table: its classifier, the writer's version ('tables_version' of struct
+ * ofproto) and the lookups' (ofproto-dpif's atomic 'tables_version'). */
+struct table {
+    struct classifier cls;
+    ovs_version_t version;
+    ATOMIC(ovs_version_t) lookup_version;
+};
+
+static void
+table_init(struct table *t, bool tries)
+{
+    static const enum mf_field_id trie_fields[] = { MFF_IPV4_DST, MFF_IPV4_SRC };
+    classifier_init(&t->cls, flow_segment_u64s);
+    if (tries && !classifier_set_prefix_fields(&t->cls, trie_fields,
+                                               ARRAY_SIZE(trie_fields))) {
+        ovs_fatal(0, "classifier_set_prefix_fields(nw_dst, nw_src) failed");
+    }
+    t->version = OVS_VERSION_MIN;
+    atomic_init(&t->lookup_version, OVS_VERSION_MIN);
+}
+
+/* Lookups see 'version' from now on: ofproto's tables_version and ofproto-dpif's
+ * set_tables_version(). */
+static void
+table_set_version(struct table *t, ovs_version_t version)
+{
+    t->version = version;
+    atomic_store_explicit(&t->lookup_version, version, memory_order_release);
+}
+
+/* A lone flow_mod adding 'p' as 'cr'. */
+static void
+flow_mod_add(struct table *t, struct cls_rule *cr, const struct prepared *p)
+{
+    cls_rule_init_from_minimatch(cr, &p->match, p->priority);
+    ovs_version_t version = t->version + 1;
+    classifier_insert(&t->cls, cr, version, NULL, 0);
+    table_set_version(t, version);
+}
+
+/* Makes the rules of 'n' flow_mods, as a bundle's messages are made when they are added. */
+static void
+make_rules(struct cls_rule *crs, const struct prepared *p, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        cls_rule_init_from_minimatch(&crs[k], &p[k].match, p[k].priority);
+    }
+}
+
+/* A bundle's commit of 'n' flow_mods adding the rules 'crs', made beforehand. */
+static void
+bundle_commit(struct table *t, struct cls_rule *crs, size_t n)
+{
+    ovs_version_t version = t->version + 1;
+    classifier_defer(&t->cls);
+    for (size_t k = 0; k < n; k++) {
+        classifier_insert(&t->cls, &crs[k], version, NULL, 0);
+    }
+    classifier_publish(&t->cls);
+    table_set_version(t, version);
+}
+
+/* Removes and destroys the 'n' rules 'crs' of 't' (publication deferred, as
+ * test-classifier.c's destroy_classifier()). */
+static void
+table_remove(struct table *t, struct cls_rule *crs, size_t n)
+{
+    classifier_defer(&t->cls);
+    for (size_t k = 0; k < n; k++) {
+        classifier_remove_assert(&t->cls, &crs[k]);
+        cls_rule_destroy(&crs[k]);
+    }
+    classifier_publish(&t->cls);
+}
+
+/* Destroys 't', emptied by table_remove(), and runs what the classifier postponed. */
+static void
+table_destroy(struct table *t)
+{
+    ovs_assert(classifier_is_empty(&t->cls));
+    classifier_destroy(&t->cls);
+    ovsrcu_quiesce();
+}
+
+static void
+check_count(const struct table *t, size_t n, const char *what)
+{
+    if (classifier_count(&t->cls) != n) {
+        ovs_fatal(0, "%s: the classifier holds %d rules, not %zu", what,
+                  classifier_count(&t->cls), n);
+    }
+}
+
+/* A table holding the 'n_base' rules 'base', committed as one bundle (not timed). */
+static void
+table_load(struct table *t, bool tries, struct cls_rule *crs, const struct prepared *base,
+           size_t n_base)
+{
+    table_init(t, tries);
+    make_rules(crs, base, n_base);
+    bundle_commit(t, crs, n_base);
+    ovsrcu_quiesce();
+    check_count(t, n_base, "full table");
+}
+
+/* The rules of one kind of insertion (into an empty table, or the first 'n' extra rules
+ * into the full one) as single flow_mods then as one bundle: rules/s of each, the subtable
+ * count, and in 'commit' and 'init' the bundle's commit and rule-making seconds. */
+struct insert_times {
+    double single, batched, commit, init;
+    size_t subtables;
+};
+
+static struct insert_times
+time_inserts(bool tries, const struct prepared *base, size_t n_base,
+             struct cls_rule *base_crs, const struct prepared *add, size_t n,
+             struct cls_rule *crs)
+{
+    struct insert_times r = { 0 };
+    struct table t;
+
+    /* Single flow_mods. */
+    table_load(&t, tries, base_crs, base, n_base);
+    double start = now();
+    for (size_t k = 0; k < n; k++) {
+        flow_mod_add(&t, &crs[k], &add[k]);
+    }
+    r.single = n / MAX(now() - start, 1e-9);
+    check_count(&t, n_base + n, "single");
+    r.subtables = cmap_count(&t.cls.subtables_map);
+    table_remove(&t, crs, n);
+    table_remove(&t, base_crs, n_base);
+    table_destroy(&t);
+
+    /* One bundle. */
+    table_load(&t, tries, base_crs, base, n_base);
+    start = now();
+    make_rules(crs, add, n);
+    double made = now();
+    bundle_commit(&t, crs, n);
+    double end = now();
+    r.init = made - start;
+    r.commit = end - made;
+    r.batched = n / MAX(r.commit, 1e-9);
+    check_count(&t, n_base + n, "bundle");
+    table_remove(&t, crs, n);
+    table_remove(&t, base_crs, n_base);
+    table_destroy(&t);
+    return r;
+}
+
+/* Prints --insert's lines: see the top of the file. */
+static void
+run_inserts(struct specs specs[N_KINDS], size_t n_more, size_t n_batch, size_t reps,
+            bool tries)
+{
+    const struct specs *empty = &specs[K_RULE];
+    const struct specs *full = specs[K_BASE].n ? &specs[K_BASE] : &specs[K_RULE];
+    const struct specs *extra = &specs[K_EXTRA];
+    n_more = MIN(n_more, extra->n);
+    n_batch = MIN(n_batch, extra->n);
+
+    struct prepared *p_empty = prepare(empty);
+    struct prepared *p_full = full == empty ? p_empty : prepare(full);
+    struct prepared *p_extra = prepare(extra);
+    size_t most = MAX(MAX(empty->n, full->n), extra->n);
+    struct cls_rule *crs = xmalloc(MAX(most, 1) * sizeof *crs);
+    struct cls_rule *base_crs = xmalloc(MAX(full->n, 1) * sizeof *base_crs);
+
+    /* Rules/s: into empty single, batched; into the full table single, batched. */
+    double *v[4];
+    for (int i = 0; i < 4; i++) {
+        v[i] = xcalloc(reps, sizeof *v[i]);
+    }
+    double *commits = xcalloc(reps, sizeof *commits);
+    double *inits = xcalloc(reps, sizeof *inits);
+    size_t subtables[2] = { 0, 0 };
+    for (size_t rep = 0; rep < reps; rep++) {
+        struct insert_times e = time_inserts(tries, NULL, 0, base_crs, p_empty, empty->n,
+                                             crs);
+        v[0][rep] = e.single;
+        v[1][rep] = e.batched;
+        subtables[0] = e.subtables;
+        if (n_more) {
+            struct insert_times f = time_inserts(tries, p_full, full->n, base_crs, p_extra,
+                                                 n_more, crs);
+            v[2][rep] = f.single;
+            v[3][rep] = f.batched;
+            subtables[1] = f.subtables;
+        }
+        if (n_batch) {
+            /* The atomic batch: a bundle only. */
+            struct table t;
+            table_load(&t, tries, base_crs, p_full, full->n);
+            double start = now();
+            make_rules(crs, p_extra, n_batch);
+            double made = now();
+            bundle_commit(&t, crs, n_batch);
+            double end = now();
+            inits[rep] = made - start;
+            commits[rep] = end - made;
+            check_count(&t, full->n + n_batch, "batch");
+            table_remove(&t, crs, n_batch);
+            table_remove(&t, base_crs, full->n);
+            table_destroy(&t);
+        }
+    }
+
+    printf("ovs-cls-insert into=empty rules=%zu single=%.0f/s batched=%.0f/s "
+           "subtables=%zu\n", empty->n, median(v[0], reps), median(v[1], reps),
+           subtables[0]);
+    if (n_more) {
+        printf("ovs-cls-insert into=%zu rules=%zu single=%.0f/s batched=%.0f/s "
+               "subtables=%zu\n", full->n, n_more, median(v[2], reps),
+               median(v[3], reps), subtables[1]);
+    }
+    if (n_batch) {
+        /* Each in the order they ran, before median() sorts them. */
+        struct ds each = DS_EMPTY_INITIALIZER;
+        for (size_t rep = 0; rep < reps; rep++) {
+            ds_put_format(&each, "%s%.4f", rep ? "/" : "", commits[rep]);
+        }
+        printf("ovs-cls-batch into=%zu rules=%zu commit=%.6fs rule-init=%.6fs each=%s\n",
+               full->n, n_batch, median(commits, reps), median(inits, reps),
+               ds_cstr(&each));
+        ds_destroy(&each);
+    }
+}
+
 #define N_CASES 4
 
 static void
 usage(void)
 {
     fprintf(stderr, "usage: ovs_cls WORKLOAD [--lookups N] [--reps N] [--prios] "
-            "[--serve] [--no-tries]\n");
+            "[--serve] [--no-tries]\n"
+            "       ovs_cls WORKLOAD --insert [--more N] [--batch N] [--reps N] "
+            "[--no-tries]\n");
     exit(2);
 }
 
@@ -357,8 +664,8 @@ int
 main(int argc, char *argv[])
 {
     const char *path = NULL;
-    size_t n_lookups = 2000000, reps = 1;
-    bool prios = false, serve = false, tries = true;
+    size_t n_lookups = 2000000, reps = 1, n_more = SIZE_MAX, n_batch = SIZE_MAX;
+    bool prios = false, serve = false, tries = true, insert_mode = false;
 
     set_program_name(argv[0]);
     for (int i = 1; i < argc; i++) {
@@ -373,6 +680,12 @@ main(int argc, char *argv[])
             serve = true;
         } else if (!strcmp(argv[i], "--no-tries")) {
             tries = false;
+        } else if (!strcmp(argv[i], "--insert")) {
+            insert_mode = true;
+        } else if (!strcmp(argv[i], "--more") && i + 1 < argc) {
+            n_more = parse_u64(argv[++i], "--more", 0);
+        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            n_batch = parse_u64(argv[++i], "--batch", 0);
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
@@ -383,8 +696,13 @@ main(int argc, char *argv[])
         usage();
     }
 
-    struct specs rules = { 0 }, hits = { 0 }, misses = { 0 };
-    read_workload(path, &rules, &hits, &misses);
+    struct specs specs[N_KINDS] = { { 0 } };
+    read_workload(path, specs);
+    if (insert_mode) {
+        run_inserts(specs, n_more, n_batch, reps, tries);
+        return 0;
+    }
+    struct specs rules = specs[K_RULE], hits = specs[K_HIT], misses = specs[K_MISS];
 
     struct classifier cls;
     static const enum mf_field_id trie_fields[] = { MFF_IPV4_DST, MFF_IPV4_SRC };
@@ -400,12 +718,7 @@ main(int argc, char *argv[])
     double t = now();
     for (size_t k = 0; k < rules.n; k++) {
         struct match match;
-        match_init_catchall(&match);
-        for (size_t i = 0; i < N_FIELDS; i++) {
-            put_field(&match.flow, &fields[i],
-                      rules.v[k].value[i] & rules.v[k].mask[i]);
-            put_field(&match.wc.masks, &fields[i], rules.v[k].mask[i]);
-        }
+        spec_to_match(&rules.v[k], &match);
         cls_rule_init(&crs[k], &match, rules.v[k].priority);
         /* A duplicate (same match and priority) replaces the earlier rule, as a flow_mod
          * would; there should be none. */

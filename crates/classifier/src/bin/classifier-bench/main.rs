@@ -35,7 +35,7 @@
 //! build, a baseline from OVS 3.1's classifier itself: `PATH` is the harness
 //! `crates/classifier/ovs-harness/ovs_cls.c`, linked against an OVS tree by
 //! `scripts/build-ovs-harness.sh` (into `target/ovs-cls`). For each point of those sets the
-//! workload (rules, hit and miss keys; [`write_workload`]) goes to a temporary file, the
+//! workload (rules, hit and miss keys; [`ovs_cls::write_workload`]) goes to a temporary file, the
 //! harness builds its classifier from it (prefix tries on `nw_dst` and `nw_src`, as ferrovs's)
 //! and stays up, and each of `--reps` repetitions runs OVS's four timings (hit and miss keys,
 //! wildcard tracking off and on, the keys in the same order as ferrovs's) and then
@@ -48,22 +48,36 @@
 //! carries, per field, and outside them; OVS un-wildcards ports through its ports trie,
 //! ferrovs has none). `--no-tries` leaves the harness's prefix tries out too. The harness
 //! inherits the pinning and the memory policy.
+//!
+//! Where the `insert` lines run (not `--no-insert`; `--no-lookup` keeps them), `--with-ovs-cls`
+//! also has OVS insert the same rules ([`ovs_cls::insert_lines`]: `ovs_cls --insert`, once
+//! ferrovs's figures are done, `--reps` repetitions of its own, each from a classifier built
+//! afresh). OVS adds rules as ofproto does: `single`, one flow_mod each (`handle_flow_mod__`:
+//! `cls_rule_init_from_minimatch` from the decoded flow_mod's minimatch, `classifier_insert`
+//! in the next version with the subtable vector published at once, then that version made
+//! the lookups'); `batched`, one bundle (`do_bundle_commit`: `classifier_defer`, every rule
+//! inserted in the next version, `classifier_publish`, the version made the lookups'; the
+//! rules were made when the bundle's messages were added, outside the commit, as ferrovs's
+//! `Batch` is filled outside it). Lines: `ovs-cls-insert` (into an empty table and the 10,000
+//! rules into the full one: OVS's and ferrovs's `single` and `batched` rules/s and the ratio
+//! ferrovs/OVS) and `ovs-cls-batch` (the 100,000-rule atomic batch as one bundle: OVS's
+//! median commit and each repetition's, the seconds its rules took to make at bundle-add,
+//! ferrovs's median commit, and the ratio OVS/ferrovs; both ratios read "ferrovs is that
+//! many times faster"). OVS's commit has no reader thread beside it.
 
 mod chase;
 mod gen;
+mod ovs_cls;
 
-use std::fs::File;
 use std::hint::black_box;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use classifier::{Batch, Classifier, Reader};
 use gen::Workload;
-use packet::key::{fields, FlowKey, KeyField};
+use packet::key::FlowKey;
 
 #[derive(Debug)]
 struct Args {
@@ -384,7 +398,35 @@ fn insert_hot(cls: &mut Classifier<u64>, rules: &[(openflow::Match, u32)]) -> f6
     rules.len() as f64 / secs
 }
 
-fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
+/// Rules of the larger workload (`big`, the point's rule count and 110,000 more) beyond the
+/// full table's, the most of them inserted into it.
+const N_EXTRA: usize = 110_000;
+/// The rules inserted into the full table by single commits and as one batch.
+const N_MORE: usize = 10_000;
+/// The rules of the atomic batch (the `batch` line).
+const N_BATCH: usize = 100_000;
+
+/// The full table of the insertion figures (`big`'s rules but the last [`N_EXTRA`], or half
+/// of them if they are fewer) and the rules after it: the first [`N_MORE`] of those are
+/// inserted into it, the first [`N_BATCH`] committed as one batch.
+#[allow(clippy::type_complexity)]
+fn full_table(big: &Workload) -> (&[(openflow::Match, u32)], &[(openflow::Match, u32)]) {
+    big.rules
+        .split_at(big.rules.len() - N_EXTRA.min(big.rules.len() / 2))
+}
+
+/// ferrovs's medians from [`insertion`], set beside OVS's by `--with-ovs-cls`.
+#[derive(Debug, Clone, Copy)]
+struct InsertFigures {
+    /// Rules/s into an empty table, single commits and one batch.
+    empty: [f64; 2],
+    /// Rules/s of [`N_MORE`] (at most) more into the full table, the same two ways.
+    full: [f64; 2],
+    /// Seconds of the atomic batch's commit.
+    commit: f64,
+}
+
+fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) -> InsertFigures {
     // Into an empty table: single commits (matches read from the workload, then hot), then
     // one batch.
     let (mut single, mut hot, mut batched) = (Vec::new(), Vec::new(), Vec::new());
@@ -409,17 +451,17 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         new_cls(),
         w.rules.iter().enumerate().map(|(i, (m, p))| (m, *p, i)),
     );
+    let empty = [median(single), median(batched)];
     println!(
         "insert   set={set:<5} into=empty   rules={:<7} single={}/s single-hot={}/s batched={}/s slowest-single={slow}",
         w.rules.len(),
-        mega(median(single)),
+        mega(empty[0]),
         mega(median(hot)),
-        mega(median(batched))
+        mega(empty[1])
     );
     // Into a full table: 10,000 more rules, single and as one batch.
-    let base = &big.rules[..big.rules.len() - 110_000.min(big.rules.len() / 2)];
-    let extra = &big.rules[base.len()..];
-    let n_more = 10_000.min(extra.len());
+    let (base, extra) = full_table(big);
+    let n_more = N_MORE.min(extra.len());
     let (mut single, mut hot, mut batched) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..args.reps {
         let mut cls = load(base);
@@ -442,12 +484,13 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         batched.push(n_more as f64 / t.elapsed().as_secs_f64());
     }
     let slow = slowest(load(base), extra[..n_more].iter().map(|(m, p)| (m, *p, 0)));
+    let full = [median(single), median(batched)];
     println!(
         "insert   set={set:<5} into={:<7} rules={n_more:<7} single={}/s single-hot={}/s batched={}/s slowest-single={slow}",
         base.len(),
-        mega(median(single)),
+        mega(full[0]),
         mega(median(hot)),
-        mega(median(batched))
+        mega(full[1])
     );
     // Deletes from the same table: 10,000 of its rules, single and as one batch (each
     // commit's removal is replayed onto the other version at the next, the last one not
@@ -479,7 +522,7 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         mega(median(batched))
     );
     // A 100K-rule atomic batch while a reader thread looks up.
-    let n_batch = 100_000.min(extra.len());
+    let n_batch = N_BATCH.min(extra.len());
     let points: Vec<BatchPoint> = (0..args.reps)
         .map(|_| {
             batch_point(
@@ -535,6 +578,11 @@ fn insertion(args: &Args, set: &str, w: &Workload, big: &Workload) {
         med(|p| p.max_gap_before) * 1e6,
         points.iter().map(|p| p.max_gap_before).fold(0.0, f64::max) * 1e6
     );
+    InsertFigures {
+        empty,
+        full,
+        commit: med(|p| p.commit),
+    }
 }
 
 /// One 100K-rule batch commit under a reader thread: wall and CPU seconds of the commit and
@@ -743,379 +791,6 @@ fn ovs_pairs(
     (a, b, pairs)
 }
 
-/// The fields of `--with-ovs-cls`'s workload file, by the names `ovs_cls.c` reads (the
-/// ovs-ofctl spellings): every field the `exact` and `mixed` sets' rules and keys set.
-const OVS_CLS_FIELDS: [KeyField; 8] = [
-    fields::IN_PORT,
-    fields::DL_TYPE,
-    fields::NW_SRC,
-    fields::NW_DST,
-    fields::NW_PROTO,
-    fields::NW_TTL,
-    fields::TP_SRC,
-    fields::TP_DST,
-];
-
-/// The bits of [`OVS_CLS_FIELDS`] in a key.
-fn ovs_cls_field_bits() -> FlowKey {
-    let mut bits = FlowKey::default();
-    for f in OVS_CLS_FIELDS {
-        bits.set(f, f.max_value());
-    }
-    bits
-}
-
-/// Writes `w` in the workload format of `crates/classifier/ovs-harness/ovs_cls.c`: one line a
-/// rule, `R <priority> <field>=<value>/<mask> ...` (its masked fields), then one line a key,
-/// `H <field>=<value> ...` for the hit keys and `M ...` for the miss keys (their non-zero
-/// fields), values and masks in hex, as the key holds them. Fails on a rule or key with bits
-/// outside [`OVS_CLS_FIELDS`], which OVS would not see.
-fn write_workload(w: &Workload, out: &mut impl Write) -> io::Result<()> {
-    let carried = ovs_cls_field_bits();
-    let outside = |k: &FlowKey| k.words.iter().zip(&carried.words).any(|(a, b)| a & !b != 0);
-    let unsupported = |what: String| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{what} sets a field ovs_cls does not carry"),
-        )
-    };
-    writeln!(
-        out,
-        "# classifier-bench workload: rules={} hits={} misses={}",
-        w.rules.len(),
-        w.hits.len(),
-        w.misses.len()
-    )?;
-    for (i, (m, p)) in w.rules.iter().enumerate() {
-        if outside(m.mask()) {
-            return Err(unsupported(format!("rule {i}")));
-        }
-        write!(out, "R {p}")?;
-        for f in OVS_CLS_FIELDS {
-            let mask = m.mask().get(f);
-            if mask != 0 {
-                write!(out, " {}={:#x}/{mask:#x}", f.name, m.value().get(f))?;
-            }
-        }
-        writeln!(out)?;
-    }
-    for (kind, keys) in [("H", &w.hits), ("M", &w.misses)] {
-        for (i, k) in keys.iter().enumerate() {
-            if outside(k) {
-                return Err(unsupported(format!("key {kind} {i}")));
-            }
-            write!(out, "{kind}")?;
-            for f in OVS_CLS_FIELDS {
-                let v = k.get(f);
-                if v != 0 {
-                    write!(out, " {}={v:#x}", f.name)?;
-                }
-            }
-            writeln!(out)?;
-        }
-    }
-    Ok(())
-}
-
-/// What one side's lookups of one kind of key (hit or miss) did, one untimed lookup with
-/// tracking a key: the matched priorities and the un-wildcarded bits.
-#[derive(Debug, Default)]
-struct KeyStats {
-    /// Each key's matched priority, -1 for none.
-    prios: Vec<i64>,
-    /// Un-wildcarded bits per lookup over [`OVS_CLS_FIELDS`]...
-    bits: f64,
-    /// ... and outside them.
-    other: f64,
-    /// Per field of [`OVS_CLS_FIELDS`].
-    per_field: [f64; 8],
-}
-
-impl KeyStats {
-    fn matched(&self) -> usize {
-        self.prios.iter().filter(|p| **p >= 0).count()
-    }
-}
-
-/// ferrovs's [`KeyStats`] of `keys`, from single lookups.
-fn key_stats(reader: &Reader<u64>, keys: &[FlowKey]) -> KeyStats {
-    let carried = ovs_cls_field_bits();
-    let snap = reader.snapshot();
-    let mut s = KeyStats::default();
-    for k in keys {
-        let mut wc = FlowKey::default();
-        let prio = snap
-            .lookup(k, Some(&mut wc))
-            .map_or(-1, |r| i64::from(r.priority()));
-        s.prios.push(prio);
-        for (i, f) in OVS_CLS_FIELDS.iter().enumerate() {
-            let b = f64::from(wc.get(*f).count_ones());
-            s.per_field[i] += b;
-            s.bits += b;
-        }
-        let other: u32 = wc
-            .words
-            .iter()
-            .zip(&carried.words)
-            .map(|(w, c)| (w & !c).count_ones())
-            .sum();
-        s.other += f64::from(other);
-    }
-    let n = keys.len().max(1) as f64;
-    s.bits /= n;
-    s.other /= n;
-    for b in &mut s.per_field {
-        *b /= n;
-    }
-    s
-}
-
-/// The value of `name=` in a line of `key=value` words.
-fn word<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
-}
-
-fn word_num<T: std::str::FromStr>(line: &str, name: &str) -> Result<T, String> {
-    word(line, name)
-        .and_then(|v| v.trim_end_matches("/s").parse().ok())
-        .ok_or_else(|| format!("ovs_cls: no {name}= in {line:.200}"))
-}
-
-/// OVS's classifier holding one workload, in an `ovs_cls --serve` child: built once, then
-/// one repetition of its four timings per request, so that ferrovs's lookups and OVS's
-/// alternate without either table rebuilt. The child inherits the pinning.
-struct OvsCls {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    out: BufReader<ChildStdout>,
-    rules: usize,
-    subtables: usize,
-    replaced: usize,
-    /// Hit keys, then miss keys.
-    stats: [KeyStats; 2],
-}
-
-impl OvsCls {
-    /// Starts `harness` on `workload` and waits for its build and its per-key checks.
-    fn start(harness: &str, workload: &Path, lookups: usize) -> Result<OvsCls, String> {
-        let mut child = Command::new(harness)
-            .arg(workload)
-            .args(["--serve", "--prios", "--lookups", &lookups.to_string()])
-            .args(NO_TRIES.load(Ordering::Relaxed).then_some("--no-tries"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("{harness}: {e}"))?;
-        let stdin = child.stdin.take();
-        let out = BufReader::new(child.stdout.take().expect("stdout is piped"));
-        let mut h = OvsCls {
-            child,
-            stdin,
-            out,
-            rules: 0,
-            subtables: 0,
-            replaced: 0,
-            stats: Default::default(),
-        };
-        loop {
-            let line = h.line()?;
-            let kind = |l: &str| match word(l, "kind") {
-                Some("hit") => Ok(0),
-                Some("miss") => Ok(1),
-                _ => Err(format!("ovs_cls: no kind in {l:.200}")),
-            };
-            if line.starts_with("ovs-cls-wc ") {
-                let s = &mut h.stats[kind(&line)?];
-                s.bits = word_num(&line, "bits")?;
-                s.other = word_num(&line, "other")?;
-                for (i, f) in OVS_CLS_FIELDS.iter().enumerate() {
-                    s.per_field[i] = word_num(&line, f.name)?;
-                }
-            } else if line.starts_with("ovs-cls-prios ") {
-                h.stats[kind(&line)?].prios = line
-                    .split_whitespace()
-                    .skip(2)
-                    .map(|p| p.parse().map_err(|e| format!("ovs_cls: priority {p}: {e}")))
-                    .collect::<Result<_, _>>()?;
-            } else if line.starts_with("ovs-cls ") {
-                h.rules = word_num(&line, "rules")?;
-                h.subtables = word_num(&line, "subtables")?;
-                h.replaced = word_num(&line, "replaced")?;
-                return Ok(h);
-            }
-        }
-    }
-
-    fn line(&mut self) -> Result<String, String> {
-        let mut line = String::new();
-        match self.out.read_line(&mut line) {
-            Ok(0) => Err("ovs_cls ended early (see its message above)".into()),
-            Ok(_) => Ok(line.trim_end().to_string()),
-            Err(e) => Err(format!("ovs_cls: {e}")),
-        }
-    }
-
-    /// One repetition: OVS's lookups/s of hit keys wc off, on, then miss keys wc off, on.
-    fn rep(&mut self) -> Result<[f64; 4], String> {
-        let stdin = self.stdin.as_mut().expect("open until drop");
-        writeln!(stdin, "run")
-            .and_then(|()| stdin.flush())
-            .map_err(|e| format!("ovs_cls: {e}"))?;
-        let line = self.line()?;
-        Ok([
-            word_num(&line, "hits_nowc")?,
-            word_num(&line, "hits_wc")?,
-            word_num(&line, "misses_nowc")?,
-            word_num(&line, "misses_wc")?,
-        ])
-    }
-}
-
-impl Drop for OvsCls {
-    fn drop(&mut self) {
-        // End of input ends the child; its table is gone before the insertion figures.
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
-/// The `ovs-cls` lines of one point: OVS 3.1's classifier (`ovs_cls` at `harness`) built
-/// from the same rules as `cls` and looking up the same keys in the same order, its
-/// repetitions alternated with ferrovs's, then both sides' matched counts and priorities
-/// compared key by key, and their un-wildcarded bits per lookup.
-fn ovs_cls_point(
-    args: &Args,
-    harness: &str,
-    set: &str,
-    w: &Workload,
-    cls: &Classifier<u64>,
-) -> Result<(), String> {
-    let path = std::env::temp_dir().join(format!(
-        "classifier-bench-{}-{set}-{}.txt",
-        std::process::id(),
-        w.rules.len()
-    ));
-    let written = File::create(&path).and_then(|f| {
-        let mut out = BufWriter::new(f);
-        write_workload(w, &mut out)?;
-        out.flush()
-    });
-    let started = written
-        .map_err(|e| format!("{}: {e}", path.display()))
-        .and_then(|()| OvsCls::start(harness, &path, args.lookups));
-    let _ = std::fs::remove_file(&path);
-    let mut ovs = started?;
-    let reader = cls.reader();
-    let kinds = [("hit", &w.hits), ("miss", &w.misses)];
-    let ours = kinds.map(|(_, keys)| key_stats(&reader, keys));
-
-    let mut checks = Vec::new();
-    for ((kind, keys), (o, f)) in kinds.iter().zip(ovs.stats.iter().zip(&ours)) {
-        if o.prios.len() != keys.len() {
-            return Err(format!(
-                "ovs_cls: {} {kind} priorities for {} keys",
-                o.prios.len(),
-                keys.len()
-            ));
-        }
-        let differ: Vec<usize> = (0..keys.len())
-            .filter(|&i| o.prios[i] != f.prios[i])
-            .collect();
-        let first = differ.first().map_or(String::new(), |&i| {
-            format!(
-                " (first: key {i}, ovs {} ferrovs {})",
-                o.prios[i], f.prios[i]
-            )
-        });
-        checks.push(format!(
-            "{kind} keys matched ovs {}/{n} ferrovs {}/{n}, priorities differ {}{first}",
-            o.matched(),
-            f.matched(),
-            differ.len(),
-            n = keys.len(),
-        ));
-    }
-    println!(
-        "ovs-cls  set={set:<5} rules={:<7} subtables={:<3} ovs rules={} subtables={} replaced={} | {}",
-        cls.len(),
-        cls.snapshot().n_subtables(),
-        ovs.rules,
-        ovs.subtables,
-        ovs.replaced,
-        checks.join(" | ")
-    );
-
-    // Each repetition: OVS's four timings, then ferrovs's, per API.
-    let mut ovs_reps: Vec<[f64; 4]> = Vec::new();
-    let mut our_reps: Vec<(Api, Vec<[f64; 4]>)> =
-        args.apis.iter().map(|api| (*api, Vec::new())).collect();
-    for _ in 0..args.reps {
-        ovs_reps.push(ovs.rep()?);
-        for (api, reps) in &mut our_reps {
-            let rate = |keys: &[FlowKey], wc| api.lookups(&reader, keys, args.lookups, wc).0;
-            reps.push([
-                rate(&w.hits, false),
-                rate(&w.hits, true),
-                rate(&w.misses, false),
-                rate(&w.misses, true),
-            ]);
-        }
-    }
-    let ovs_stats = std::mem::take(&mut ovs.stats);
-    drop(ovs);
-    let med = |reps: &[[f64; 4]], c: usize| median(reps.iter().map(|r| r[c]).collect());
-    for (api, reps) in &our_reps {
-        for (j, (kind, _)) in kinds.iter().enumerate() {
-            let (c0, c1) = (2 * j, 2 * j + 1);
-            let (o0, o1) = (med(&ovs_reps, c0), med(&ovs_reps, c1));
-            let (f0, f1) = (med(reps, c0), med(reps, c1));
-            println!(
-                "ovs-cls  set={set:<5} rules={:<7} keys={kind:<4} ovs lookups/s wc=off {} wc=on {} | ferrovs api={} wc=off {} wc=on {} | ratio wc=off {:.2}x wc=on {:.2}x",
-                cls.len(),
-                mega(o0),
-                mega(o1),
-                api.as_str(),
-                mega(f0),
-                mega(f1),
-                f0 / o0,
-                f1 / o1
-            );
-        }
-    }
-    for (api, reps) in &our_reps {
-        for (j, (kind, _)) in kinds.iter().enumerate() {
-            let pair =
-                |c: usize| median_lowest(reps.iter().zip(&ovs_reps).map(|(f, o)| f[c] / o[c]));
-            let ((mid0, low0), (mid1, low1)) = (pair(2 * j), pair(2 * j + 1));
-            println!(
-                "ovs-cls-pair set={set:<5} rules={:<7} api={:<6} keys={kind:<4} pairs={} ratio wc=off median {mid0:.2}x lowest {low0:.2}x wc=on median {mid1:.2}x lowest {low1:.2}x",
-                cls.len(),
-                api.as_str(),
-                reps.len(),
-            );
-        }
-    }
-    for ((kind, _), (o, f)) in kinds.iter().zip(ovs_stats.iter().zip(&ours)) {
-        let per_field: Vec<String> = OVS_CLS_FIELDS
-            .iter()
-            .enumerate()
-            .map(|(i, fl)| format!("{}={:.2}/{:.2}", fl.name, o.per_field[i], f.per_field[i]))
-            .collect();
-        println!(
-            "ovs-cls-wc set={set:<5} rules={:<7} keys={kind:<4} un-wildcarded bits per lookup (api=single) ovs {:.2} ferrovs {:.2} ratio {:.2}x (outside the fields: ovs {:.2} ferrovs {:.2}) | per field ovs/ferrovs {}",
-            cls.len(),
-            o.bits,
-            f.bits,
-            f.bits / o.bits,
-            o.other,
-            f.other,
-            per_field.join(" ")
-        );
-    }
-    Ok(())
-}
-
 fn main() {
     let args = match parse_args() {
         Ok(a) => a,
@@ -1279,7 +954,7 @@ fn main() {
                     // harness does not carry; `--with-ovs` runs OVS's own benchmark of it.
                     println!("# ovs-cls: set ovs skipped (see --with-ovs)");
                 } else if !args.apis.is_empty() {
-                    if let Err(e) = ovs_cls_point(&args, harness, set, &w, &cls) {
+                    if let Err(e) = ovs_cls::ovs_cls_point(&args, harness, set, &w, &cls) {
                         eprintln!("ovs-cls: {e}");
                     }
                 }
@@ -1292,8 +967,14 @@ fn main() {
             }
             drop(cls);
             if args.insert && n == max_rules && set != "ovs" {
-                let big = gen_set(n + 110_000);
-                insertion(&args, set, &w, &big);
+                let big = gen_set(n + N_EXTRA);
+                let ours = insertion(&args, set, &w, &big);
+                if let Some(harness) = &args.with_ovs_cls {
+                    // OVS inserting the same rules, after ferrovs (whose tables are gone).
+                    if let Err(e) = ovs_cls::insert_lines(&args, harness, set, &w, &big, &ours) {
+                        eprintln!("ovs-cls: {e}");
+                    }
+                }
             }
         }
     }
@@ -1317,125 +998,5 @@ fn main() {
             kb("Rss:") >> 10,
             kb("AnonHugePages:") >> 10
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use openflow::Match;
-
-    use super::*;
-
-    /// Reads [`write_workload`]'s format back, as `ovs_cls.c` reads it.
-    fn read_workload(text: &str) -> Workload {
-        let field = |name: &str| {
-            *OVS_CLS_FIELDS
-                .iter()
-                .find(|f| f.name == name)
-                .unwrap_or_else(|| panic!("unknown field {name}"))
-        };
-        let hex =
-            |s: &str| u128::from_str_radix(s.strip_prefix("0x").expect("hex"), 16).expect("hex");
-        let mut w = Workload {
-            rules: Vec::new(),
-            hits: Vec::new(),
-            misses: Vec::new(),
-        };
-        for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let mut words = line.split_whitespace();
-            let kind = words.next().expect("a kind");
-            if kind == "R" {
-                let prio = words.next().expect("a priority").parse().expect("a number");
-                let (mut v, mut m) = (FlowKey::default(), FlowKey::default());
-                for w in words {
-                    let (name, vm) = w.split_once('=').expect("field=value/mask");
-                    let (val, mask) = vm.split_once('/').expect("value/mask");
-                    v.set(field(name), hex(val));
-                    m.set(field(name), hex(mask));
-                }
-                w.rules.push((Match::new(v, m), prio));
-            } else {
-                let mut k = FlowKey::default();
-                for w in words {
-                    let (name, val) = w.split_once('=').expect("field=value");
-                    k.set(field(name), hex(val));
-                }
-                match kind {
-                    "H" => w.hits.push(k),
-                    "M" => w.misses.push(k),
-                    _ => panic!("unknown line {line}"),
-                }
-            }
-        }
-        w
-    }
-
-    fn written(w: &Workload) -> io::Result<String> {
-        let mut out = Vec::new();
-        write_workload(w, &mut out)?;
-        Ok(String::from_utf8(out).expect("text"))
-    }
-
-    #[test]
-    fn workload_file_round_trips_mixed_and_exact_sets() {
-        for w in [gen::mixed(300, 20, 7), gen::exact(100, 7)] {
-            let back = read_workload(&written(&w).expect("writable"));
-            assert_eq!(back.rules, w.rules);
-            assert_eq!(back.hits, w.hits);
-            assert_eq!(back.misses, w.misses);
-        }
-    }
-
-    #[test]
-    fn workload_file_lines_name_fields_values_and_masks() {
-        let mut m = Match::catch_all();
-        m.set_exact(fields::IN_PORT, 3);
-        m.set_exact(fields::DL_TYPE, 0x0800);
-        m.set_masked(fields::NW_DST, 0x0a01_0203, 0xff00_0000);
-        m.set_exact(fields::TP_DST, 80);
-        let mut hit = FlowKey::default();
-        hit.set_dl_type(0x0800);
-        hit.set_nw_dst(0x0a01_0203);
-        hit.set_nw_ttl(64);
-        let w = Workload {
-            rules: vec![(m, 7)],
-            hits: vec![hit],
-            misses: vec![FlowKey::default()],
-        };
-        let text = written(&w).expect("writable");
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(
-            lines,
-            [
-                "# classifier-bench workload: rules=1 hits=1 misses=1",
-                "R 7 in_port=0x3/0xffffffff dl_type=0x800/0xffff nw_dst=0xa000000/0xff000000 tp_dst=0x50/0xffff",
-                "H dl_type=0x800 nw_dst=0xa010203 nw_ttl=0x40",
-                "M",
-            ]
-        );
-    }
-
-    #[test]
-    fn workload_file_rejects_fields_the_harness_lacks() {
-        let mut m = Match::catch_all();
-        m.set_exact(fields::TUN_ID, 5);
-        let w = Workload {
-            rules: vec![(m, 1)],
-            hits: Vec::new(),
-            misses: Vec::new(),
-        };
-        let e = written(&w).expect_err("tun_id is not carried");
-        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
-        // OVS's own benchmark set matches tun_id, metadata, dl_src and others.
-        assert!(written(&gen::ovs_like(100, 16, 1)).is_err());
-    }
-
-    #[test]
-    fn ovs_cls_lines_parse_by_name() {
-        let line = "ovs-cls rules=1000 subtables=20 replaced=0 insert=25424/s hit-keys=2";
-        assert_eq!(word_num::<usize>(line, "subtables"), Ok(20));
-        assert_eq!(word_num::<f64>(line, "insert"), Ok(25424.0));
-        // `hit-keys=` is not `keys=`.
-        assert!(word_num::<usize>(line, "keys").is_err());
     }
 }
