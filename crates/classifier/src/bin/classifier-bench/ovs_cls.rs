@@ -318,6 +318,24 @@ impl Drop for OvsCls {
     }
 }
 
+/// A workload file for the harness in the temporary directory, named for this process and
+/// `tag`, written by `write`: its path, and whether it was written.
+fn temp_workload(
+    tag: &str,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> (std::path::PathBuf, Result<(), String>) {
+    let path =
+        std::env::temp_dir().join(format!("classifier-bench-{}-{tag}.txt", std::process::id()));
+    let written = File::create(&path)
+        .and_then(|f| {
+            let mut out = BufWriter::new(f);
+            write(&mut out)?;
+            out.flush()
+        })
+        .map_err(|e| format!("{}: {e}", path.display()));
+    (path, written)
+}
+
 /// The `ovs-cls` lines of one point: OVS 3.1's classifier (`ovs_cls` at `harness`) built
 /// from the same rules as `cls` and looking up the same keys in the same order, its
 /// repetitions alternated with ferrovs's, then both sides' matched counts and priorities
@@ -329,19 +347,10 @@ pub(crate) fn ovs_cls_point(
     w: &Workload,
     cls: &Classifier<u64>,
 ) -> Result<(), String> {
-    let path = std::env::temp_dir().join(format!(
-        "classifier-bench-{}-{set}-{}.txt",
-        std::process::id(),
-        w.rules.len()
-    ));
-    let written = File::create(&path).and_then(|f| {
-        let mut out = BufWriter::new(f);
-        write_workload(w, &mut out)?;
-        out.flush()
+    let (path, written) = temp_workload(&format!("{set}-{}", w.rules.len()), |out| {
+        write_workload(w, out)
     });
-    let started = written
-        .map_err(|e| format!("{}: {e}", path.display()))
-        .and_then(|()| OvsCls::start(harness, &path, args.lookups));
+    let started = written.and_then(|()| OvsCls::start(harness, &path, args.lookups));
     let _ = std::fs::remove_file(&path);
     let mut ovs = started?;
     let reader = cls.reader();
@@ -520,30 +529,21 @@ pub(crate) fn insert_lines(
     let (base, extra) = crate::full_table(big);
     let n_more = crate::N_MORE.min(extra.len());
     let n_batch = crate::N_BATCH.min(extra.len());
-    let path = std::env::temp_dir().join(format!(
-        "classifier-bench-{}-{set}-{}-insert.txt",
-        std::process::id(),
-        w.rules.len()
-    ));
-    let written = File::create(&path).and_then(|f| {
-        let mut out = BufWriter::new(f);
-        write_insert_workload(&w.rules, base, &extra[..n_more.max(n_batch)], &mut out)?;
-        out.flush()
+    let (path, written) = temp_workload(&format!("{set}-{}-insert", w.rules.len()), |out| {
+        write_insert_workload(&w.rules, base, &extra[..n_more.max(n_batch)], out)
     });
-    let ran = written
-        .map_err(|e| format!("{}: {e}", path.display()))
-        .and_then(|()| {
-            Command::new(harness)
-                .arg(&path)
-                .arg("--insert")
-                .args(["--more", &n_more.to_string()])
-                .args(["--batch", &n_batch.to_string()])
-                .args(["--reps", &args.reps.to_string()])
-                .args(NO_TRIES.load(Ordering::Relaxed).then_some("--no-tries"))
-                .stderr(Stdio::inherit())
-                .output()
-                .map_err(|e| format!("{harness}: {e}"))
-        });
+    let ran = written.and_then(|()| {
+        Command::new(harness)
+            .arg(&path)
+            .arg("--insert")
+            .args(["--more", &n_more.to_string()])
+            .args(["--batch", &n_batch.to_string()])
+            .args(["--reps", &args.reps.to_string()])
+            .args(NO_TRIES.load(Ordering::Relaxed).then_some("--no-tries"))
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("{harness}: {e}"))
+    });
     let _ = std::fs::remove_file(&path);
     let out = ran?;
     let text = String::from_utf8_lossy(&out.stdout);
