@@ -547,7 +547,8 @@ impl<T> RuleSet<T> {
     /// home cell and entry prefetched before any key's entry is compared, so the cache misses
     /// of a batch overlap instead of following one another (as the datapath's megaflow cache
     /// does). A rule set of several subtables that all fit in the caches is looked up key by
-    /// key, and one of a single subtable by that subtable's finds alone (`batch_one`).
+    /// key, as is one whose tries rule most subtables out (a rule set with a plan, with
+    /// tracking), and one of a single subtable by that subtable's finds alone (`batch_one`).
     ///
     /// # Panics
     ///
@@ -611,6 +612,15 @@ impl<T> RuleSet<T> {
             let out = &mut out[at.clone()];
             match wcs.as_deref_mut() {
                 None => self.batch::<false>(keys, out, &mut []),
+                // With a plan, key by key: each key's walks skip most subtables, and going
+                // subtable by subtable overlapped fewer misses than it cost (mixed masks on
+                // the Intel guest, run 30: hits 1.1x, misses 1.45x key by key at 16,384 and
+                // 262,144 rules, against the same batch with the plan's rule-outs).
+                Some(w) if self.plan.on() => {
+                    for ((o, k), wc) in out.iter_mut().zip(keys).zip(w[at].iter_mut()) {
+                        *o = self.lookup_plan::<true>(k, Some(wc));
+                    }
+                }
                 Some(w) => self.batch::<true>(keys, out, &mut w[at]),
             }
         }
