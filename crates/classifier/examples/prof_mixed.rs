@@ -1,5 +1,5 @@
-//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs]`; `ovs`: OVS's benchmark set
-//! instead), for callgrind and A/B runs.
+//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs] [commit]`; `ovs`: OVS's
+//! benchmark set; `commit`: N single commits instead instead), for callgrind and A/B runs.
 #![allow(missing_docs)]
 #[path = "../src/bin/classifier-bench/gen.rs"]
 #[allow(dead_code)]
@@ -19,6 +19,17 @@ fn main() {
     } else {
         gen::mixed(n, 20, 1)
     };
+    if flags.iter().any(|f| f == "commit") {
+        // Single commits of the set's rules into an empty classifier.
+        let mut c: classifier::Classifier<u64> = classifier::Classifier::new();
+        let t = std::time::Instant::now();
+        for (i, (m, p)) in w.rules.iter().enumerate() {
+            c.insert(m, *p, 0, i as u64).expect("a valid rule");
+        }
+        let el = t.elapsed().as_secs_f64();
+        println!("{n} rules: {:.2}M single commits/s", n as f64 / el / 1e6);
+        return;
+    }
     let c = gen::load(&w);
     let r = c.reader();
     let snap = r.snapshot();
