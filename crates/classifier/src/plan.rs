@@ -9,6 +9,8 @@
 //! ([`Walked::rule_out`]). The plan is made whenever the order is, from the subtables' masks
 //! (which never change), so both versions of a rule set with the same order have the same one.
 
+use std::sync::Arc;
+
 use packet::key::FlowKey;
 
 use crate::rule::{Mask, MAX_PREFIXES};
@@ -19,10 +21,11 @@ use crate::subtable::Walked;
 pub(crate) struct Plan {
     /// The positions of the order; 0 if there is no plan.
     all: u64,
-    /// The address of each position's interned mask (0 for none): a subtable emptied and made
+    /// Each position's interned mask (none for a position without a subtable), held so that
+    /// its address cannot be another mask's while the plan lives: a subtable emptied and made
     /// again at the same index with another mask and the same highest priority leaves the
     /// order as it was, not the plan ([`Plan::holds`]).
-    ids: Vec<usize>,
+    ids: Vec<Option<Arc<Mask>>>,
     /// Per trie (ascending) and prefix length (longest first), the positions whose mask has
     /// that length on the trie's field.
     lens: Vec<Len>,
@@ -64,7 +67,7 @@ pub(crate) struct Ruled {
 impl Plan {
     /// The plan of an order whose subtables' masks are `masks` (`None` for a position without
     /// a subtable), over `n_tries` tries.
-    pub(crate) fn new<'a>(masks: impl ExactSizeIterator<Item = Option<&'a Mask>>) -> Plan {
+    pub(crate) fn new<'a>(masks: impl ExactSizeIterator<Item = Option<&'a Arc<Mask>>>) -> Plan {
         let n = masks.len();
         if n > 64 {
             return Plan::default();
@@ -74,7 +77,7 @@ impl Plan {
         for (p, m) in masks.enumerate() {
             let bit = 1u64 << p;
             plan.all |= bit;
-            plan.ids.push(m.map_or(0, mask_addr));
+            plan.ids.push(m.cloned());
             let Some(m) = m else {
                 plan.free.iter_mut().for_each(|f| *f |= bit);
                 continue;
@@ -127,8 +130,8 @@ impl Plan {
     /// True unless lookups use the plan and its subtable at position `p` has a mask other
     /// than `m`.
     #[inline]
-    pub(crate) fn holds(&self, p: usize, m: &Mask) -> bool {
-        !self.on() || self.ids.get(p) == Some(&mask_addr(m))
+    pub(crate) fn holds(&self, p: usize, m: &Arc<Mask>) -> bool {
+        !self.on() || matches!(self.ids.get(p), Some(Some(id)) if Arc::ptr_eq(id, m))
     }
 
     /// True if lookups use the plan.
@@ -178,11 +181,6 @@ impl Plan {
             }
         }
     }
-}
-
-/// A mask's address, which identifies it (masks are interned).
-fn mask_addr(m: &Mask) -> usize {
-    std::ptr::from_ref(m) as usize
 }
 
 /// The positions below `p` (all 64 for `p` of 64).

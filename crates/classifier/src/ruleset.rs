@@ -1049,7 +1049,7 @@ impl<T> RuleSet<T> {
             self.subtables
                 .get(*i as usize)
                 .and_then(Option::as_ref)
-                .map(|st| &*st.mask)
+                .map(|st| &st.mask)
         })));
     }
 
