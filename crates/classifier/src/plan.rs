@@ -66,7 +66,7 @@ pub(crate) struct Ruled {
 
 impl Plan {
     /// The plan of an order whose subtables' masks are `masks` (`None` for a position without
-    /// a subtable), over `n_tries` tries.
+    /// a subtable).
     pub(crate) fn new<'a>(masks: impl ExactSizeIterator<Item = Option<&'a Arc<Mask>>>) -> Plan {
         let n = masks.len();
         if n > 64 {
@@ -97,7 +97,7 @@ impl Plan {
                     Some(e) => e.bits |= bit,
                     None => plan.lens.push(Len {
                         bits: bit,
-                        bit: 1 << ((plen - 1) % 64),
+                        bit: m.trie_bit[t],
                         trie: t8,
                         half: u8::from(*plen > 64),
                         len: *plen,

@@ -367,7 +367,7 @@ impl<T> RuleSet<T> {
             return self.lookup_wc_one(st, key, wc);
         }
         if self.plan.on() {
-            return self.lookup_wc_plan(key, wc);
+            return self.lookup_plan::<true>(key, Some(wc));
         }
         let mut best: Option<Best<'_, T>> = None;
         // Made at the first subtable with a prefix length on a trie's field: the tries' walks
@@ -411,12 +411,6 @@ impl<T> RuleSet<T> {
             w.finish(&self.prefixes, wc);
         }
         best.map(|b| b.rule)
-    }
-
-    /// [`RuleSet::lookup_wc`] with the rule set's [`Plan`].
-    #[inline]
-    fn lookup_wc_plan(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<Rule<T>>> {
-        self.lookup_plan::<true>(key, Some(wc))
     }
 
     /// A lookup in a rule set with a [`Plan`] (`wc` is used only if `WC`): every trie walked

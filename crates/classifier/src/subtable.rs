@@ -202,9 +202,10 @@ impl<'a> TrieCtx<'a> {
     }
 }
 
-/// The tries' answers for one lookup in a rule set of several subtables (with tracking):
-/// every trie walked to the end of the key's path at once, at the lookup's first miss, so that
-/// each later subtable is kept or ruled out from its prefix lengths alone, without a probe.
+/// The tries' answers for one lookup in a rule set of several subtables: every trie walked to
+/// the end of the key's path at once, before the first subtable with a prefix length on a
+/// trie's field, so that each subtable is kept or ruled out from its prefix lengths alone,
+/// without a probe.
 ///
 /// A subtable a trie rules out is explained by the stages before the trie's field and the
 /// leading bits of the field the walk examined up to the subtable's prefix length; those bits
@@ -267,8 +268,8 @@ impl Walked {
             let t = set.trailing_zeros() as usize;
             set &= set - 1;
             let plen = m.trie_plens[t];
-            if self.lens[t][usize::from(plen > 64)] & m.trie_bit[t] == 0 {
-                self.need[t] = self.need[t].max(self.examined[t].min(plen));
+            if !self.has_bit(t, usize::from(plen > 64), m.trie_bit[t]) {
+                self.note(t, plen);
                 return Some(usize::from(m.trie_pos[t]));
             }
         }
