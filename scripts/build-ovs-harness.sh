@@ -3,21 +3,26 @@
 # file written by `classifier-bench --with-ovs-cls`) against a built OVS source tree, with
 # the tree's own compiler flags and link libraries, into target/ovs-cls.
 #   scripts/build-ovs-harness.sh [OVS_TREE]   (default /tmp/pn-ovssrc/openvswitch)
-# The tree is Debian's openvswitch-source built by ../shared/peers/build-ovstest.sh (it leaves
-# lib/.libs/libopenvswitch.a); the harness is not part of the test suite.
+# The tree is Debian's openvswitch-source built by scripts/build-ovstest.sh (it leaves
+# lib/.libs/libopenvswitch.a), which this script runs first when the default tree is missing;
+# the harness is not part of the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=${1:-/tmp/pn-ovssrc/openvswitch}
 out=target/ovs-cls
 
+if [ $# -eq 0 ] && [ ! -f "$tree/lib/.libs/libopenvswitch.a" ]; then
+    scripts/build-ovstest.sh "$(dirname "$tree")"
+fi
+
 if [ ! -f "$tree/config.h" ] || [ ! -f "$tree/lib/classifier.h" ]; then
     echo "build-ovs-harness: no configured OVS tree at $tree; build one first with" \
-        "'bash ../shared/peers/build-ovstest.sh' (or pass its path)" >&2
+        "'scripts/build-ovstest.sh DIR' (the tree is DIR/openvswitch)" >&2
     exit 1
 fi
 if [ ! -f "$tree/lib/.libs/libopenvswitch.a" ]; then
     echo "build-ovs-harness: $tree/lib/.libs/libopenvswitch.a is missing; build it with" \
-        "'nice -n 19 make -C $tree lib/libopenvswitch.la'" >&2
+        "'scripts/build-ovstest.sh $(dirname "$tree")'" >&2
     exit 1
 fi
 
