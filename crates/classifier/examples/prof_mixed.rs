@@ -1,5 +1,6 @@
-//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs] [commit]`; `ovs`: OVS's
-//! benchmark set; `commit`: N single commits instead instead), for callgrind and A/B runs.
+//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs|exact] [commit]`; `ovs`:
+//! OVS's benchmark set, `exact`: the exact 5-tuple set; `commit`: N single commits
+//! instead), for callgrind and A/B runs.
 #![allow(missing_docs)]
 #[path = "../src/bin/classifier-bench/gen.rs"]
 #[allow(dead_code)]
@@ -16,6 +17,8 @@ fn main() {
     let track = !flags.iter().any(|f| f == "nowc");
     let w = if flags.iter().any(|f| f == "ovs") {
         gen::ovs_like(n, 16, 1)
+    } else if flags.iter().any(|f| f == "exact") {
+        gen::exact(n, 1)
     } else {
         gen::mixed(n, 20, 1)
     };
