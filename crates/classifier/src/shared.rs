@@ -299,7 +299,7 @@ impl SharedCells {
             // the cells read (a fence after a load that saw a release store synchronises with
             // it, and every store of a tag word is a release after the writes of its cells).
             let v = self.tags[g].load(Ordering::Relaxed);
-            let empty = byte_is(v, 0) & from;
+            let empty = byte_is(v, u64::from(EMPTY) * LOW_BYTES) & from;
             // The matching tags before the first empty cell, in probe order. Their positions
             // come from the tags' word: in a table in the caches that dependency costs less
             // than a branch per cell, which mispredicted where probes end at random cells.
@@ -353,14 +353,19 @@ impl SharedCells {
     /// Writer: the cell an insert of `hash` takes (the first empty cell or tombstone on its
     /// probe sequence; the array has one), and whether it was a tombstone.
     pub(crate) fn free_cell(&self, hash: u64) -> (usize, bool) {
-        let mask = self.mask();
-        let mut b = home(hash, mask);
+        let groups = self.tags.len().wrapping_sub(1);
+        let b = home(hash, self.mask());
+        let mut g = b >> 3;
+        let mut from = HIGH_BITS << ((b & 7) * 8);
         loop {
-            match self.tag_at(b) {
-                EMPTY => return (b, false),
-                TOMB => return (b, true),
-                _ => b = (b + 1) & mask,
+            // Live tags have their highest bit set; `EMPTY` and `TOMB` do not.
+            let free = !self.tags[g].load(Ordering::Relaxed) & from;
+            if free != 0 {
+                let at = g * 8 + (free.trailing_zeros() / 8) as usize;
+                return (at, self.tag_at(at) == TOMB);
             }
+            g = (g + 1) & groups;
+            from = HIGH_BITS;
         }
     }
 
@@ -395,7 +400,17 @@ impl SharedCells {
 
     /// Writer: the positions of the live cells.
     pub(crate) fn live(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.cells.len()).filter(|at| self.tag_at(*at) > TOMB)
+        self.tags.iter().enumerate().flat_map(|(g, w)| {
+            // Live tags have their highest bit set; `EMPTY` and `TOMB` do not.
+            let mut live = w.load(Ordering::Relaxed) & HIGH_BITS;
+            std::iter::from_fn(move || {
+                (live != 0).then(|| {
+                    let at = g * 8 + (live.trailing_zeros() / 8) as usize;
+                    live &= live - 1;
+                    at
+                })
+            })
+        })
     }
 
     /// The tag of cell `at`.
