@@ -337,8 +337,9 @@ impl SharedCells {
         Some((b, &self.cells[b]))
     }
 
-    /// Writer: prefetches the tag and the cell at `hash`'s home, whatever they hold (a search
-    /// or an insert of `hash` reads them first). Returns the home.
+    /// Prefetches the tags' word and the cell at `hash`'s home, whatever they hold (the
+    /// writer's search or insert of `hash` reads them first, as a batch's hit does). Returns
+    /// the home.
     #[inline]
     pub(crate) fn touch_home(&self, hash: u64) -> Option<usize> {
         if self.cells.is_empty() {

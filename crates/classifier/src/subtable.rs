@@ -1659,13 +1659,28 @@ impl<T> Subtable<T> {
         }
     }
 
-    /// [`Subtable::touch`] of each of `hashes`, if this subtable is too large for the caches
-    /// ([`Subtable::worth_touching`]).
+    /// For a batch in a rule set of this one subtable, if it is too large for the caches
+    /// ([`Subtable::worth_touching`]): prefetches, for each of `hashes`, the home's tags, cell,
+    /// row and arena slot, whatever the tag holds. Unlike [`Subtable::touch`], no prefetch waits
+    /// on a tag's load, and a key whose tag the pass does not match costs two lines more.
+    /// Measured with a runtime switch in one process against `touch` at 262,144 exact rules:
+    /// batched hits 1.11x with tracking and 1.12x without, misses 0.91x; OVS's 16,384-rule set
+    /// (86% hits) 1.10x. Rule sets of several subtables keep `touch`: there most probes of a
+    /// subtable miss.
     #[inline]
     pub(crate) fn touch_all(&self, hashes: &[u64]) {
         if self.worth_touching() {
+            let n = self.mask.idx.len();
             for h in hashes {
-                self.touch(*h);
+                let (_, seg) = self.seg_of(*h);
+                if let Some(at) = seg.cells.touch_home(*h) {
+                    if let Some(r) = seg.cells.row_line(at, n) {
+                        prefetch(r);
+                    }
+                    if let Some(slot) = seg.arena.get(at) {
+                        prefetch(slot);
+                    }
+                }
             }
         }
     }
