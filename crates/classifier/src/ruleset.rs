@@ -154,6 +154,21 @@ impl<T> Clone for Prim<T> {
 }
 
 impl<T> Prim<T> {
+    /// The rule an operation of this primitive gives back: the one inserted or removed, or
+    /// the new one of a replacement.
+    pub(crate) fn rule(&self) -> &Arc<Rule<T>> {
+        match self {
+            Prim::Insert(r) | Prim::Remove(r) | Prim::Replace { new: r, .. } => r,
+        }
+    }
+
+    /// [`Prim::rule`], taken.
+    pub(crate) fn into_rule(self) -> Arc<Rule<T>> {
+        match self {
+            Prim::Insert(r) | Prim::Remove(r) | Prim::Replace { new: r, .. } => r,
+        }
+    }
+
     pub(crate) fn inverse(&self) -> Prim<T> {
         match self {
             Prim::Insert(r) => Prim::Remove(r.clone()),

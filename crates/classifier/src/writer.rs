@@ -329,11 +329,19 @@ fn validate_mask(m: &Match) -> Result<(), Error> {
 pub struct Classifier<T> {
     shared: Arc<ArcSwap<RuleSet<T>>>,
     spare: Arc<RuleSet<T>>,
+    /// An empty rule set that holds the spare's place while the spare is moved into the
+    /// published slot ([`Classifier::publish`]): the move then changes no reference count
+    /// (a clone and a drop are locked instructions). Never read; `None` only inside
+    /// `publish`.
+    stand_in: Option<Arc<RuleSet<T>>>,
     /// What the last batch changed in the published version and not yet in the spare.
     pending: Log<T>,
     masks: HashMap<FlowKey, Arc<Mask>, WordBuildHasher>,
     /// The mask interned last (also in `masks`).
     last_mask: Option<Arc<Mask>>,
+    /// The address of the mask the last map lookup of [`Classifier::interned`] found (an
+    /// identity only, never read through).
+    last_seen: usize,
     masks_pruned_at: usize,
     /// The masks and [`Match::prereq_bits`] of the last matches whose prerequisites held
     /// (distinct pairs, replaced in turn): the prerequisite check depends on these alone, and
@@ -422,9 +430,11 @@ impl<T> Classifier<T> {
         Ok(Classifier {
             shared: Arc::new(ArcSwap::from_pointee(a)),
             spare: Arc::new(b),
+            stand_in: Some(Arc::new(RuleSet::new(prefixes.clone(), seed))),
             pending: Log::default(),
             masks: HashMap::default(),
             last_mask: None,
+            last_seen: 0,
             masks_pruned_at: 0,
             valid: Vec::new(),
             valid_next: 0,
@@ -627,18 +637,20 @@ impl<T> Classifier<T> {
     /// succeeded (`r`), or rolls them back, and returns its rule.
     fn finish_one(
         &mut self,
-        applied: Vec<Prim<T>>,
+        mut applied: Vec<Prim<T>>,
         r: Result<(), Error>,
     ) -> Result<Arc<Rule<T>>, Error> {
         let r = match r {
             Ok(()) => {
-                let rule = match applied.first() {
-                    Some(Prim::Insert(r) | Prim::Remove(r)) => r.clone(),
-                    Some(Prim::Replace { new, .. }) => new.clone(),
-                    None => unreachable!("an applied operation gives a primitive"),
+                // The one primitive's rule moved out, not cloned: a clone and the drop of the
+                // list's are two locked instructions.
+                let rule = if applied.len() == 1 {
+                    applied.pop().map(Prim::into_rule)
+                } else {
+                    applied.first().map(|p| p.rule().clone())
                 };
                 self.publish();
-                Ok(rule)
+                Ok(rule.expect("an applied operation gives a primitive"))
             }
             Err(e) => {
                 self.roll_back(&applied);
@@ -884,7 +896,13 @@ impl<T> Classifier<T> {
         spare.finish_batch(&mut self.tries);
         self.pending = spare.take_log();
         self.warm_gone = spare.warm_removals(&self.tries, false);
-        self.spare = self.shared.swap(self.spare.clone());
+        let stand_in = self
+            .stand_in
+            .take()
+            .expect("a stand-in between publications");
+        let published = std::mem::replace(&mut self.spare, stand_in);
+        let previous = self.shared.swap(published);
+        self.stand_in = Some(std::mem::replace(&mut self.spare, previous));
         self.spare.touch_replay(&self.pending, TOUCH_REPLAY);
         self.n_published += 1;
         self.prune_masks();
@@ -892,8 +910,12 @@ impl<T> Classifier<T> {
 
     /// Waits until no reader holds the spare, then brings it up to the published version.
     fn sync_spare(&mut self) {
+        // The count alone, a plain load: no reader can take a new reference to the spare
+        // (publishing paid every reader's debt on it), so one is enough, and the acquire fence
+        // orders what follows after the last reader's release of it. `Arc::get_mut` is a
+        // locked instruction, taken below only where the spare is written.
         let mut spins = 0u32;
-        while Arc::get_mut(&mut self.spare).is_none() {
+        while Arc::strong_count(&self.spare) != 1 {
             if spins < 64 {
                 std::hint::spin_loop();
             } else {
@@ -901,6 +923,7 @@ impl<T> Classifier<T> {
             }
             spins = spins.saturating_add(1);
         }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         // No walk is on a trie node unlinked before the last publication any more.
         for trie in &mut self.tries {
             trie.reclaim(self.n_published);
@@ -979,9 +1002,16 @@ impl<T> Classifier<T> {
                 return Some(m.clone());
             }
         }
-        let m = self.masks.get(mask)?.clone();
-        self.last_mask = Some(m.clone());
-        Some(m)
+        let m = self.masks.get(mask)?;
+        // The last mask changes on the second lookup in a row of another one: each change is
+        // a count raised and one lowered, locked instructions that wait for the commit's
+        // earlier loads and stores (about 6 ns each here), which rules of masks in no order
+        // (a mixed set committed one by one) paid at every commit.
+        let seen = Arc::as_ptr(m) as usize;
+        if std::mem::replace(&mut self.last_seen, seen) == seen {
+            self.last_mask = Some(m.clone());
+        }
+        Some(m.clone())
     }
 
     /// Forgets interned masks no rule uses any more, once the map has doubled.
@@ -1054,14 +1084,15 @@ impl<T> Classifier<T> {
         }
         let old = if existing == Existing::Absent {
             debug_assert!(
-                self.spare_mut()
+                self.spare
                     .find_exact(&probe.mask, probe.values.as_slice(), priority, None)
                     .is_none(),
                 "insert_new of a rule already present"
             );
             None
         } else {
-            self.spare_mut()
+            // Read through the `Arc`: `Arc::get_mut` is a locked instruction.
+            self.spare
                 .find_exact(
                     &probe.mask,
                     probe.values.as_slice(),
