@@ -84,6 +84,7 @@ const EMPTY: u8 = 0;
 const TOMB: u8 = 1;
 /// Fewest cells (and index slots) a non-empty array has.
 pub(crate) const MIN_CELLS: usize = 8;
+const _: () = assert!(MIN_CELLS >= 8 && MIN_CELLS.is_power_of_two());
 
 /// One cell: up to `N_INLINE` value words (for wide masks the first `N_INLINE`, the rest in
 /// its [`Row`]). 32 bytes: two to a cache line, none across two.
@@ -182,6 +183,9 @@ impl SharedCells {
     /// An array of `len` (a power of two, or 0) empty cells for values of `n` words (rows
     /// beside them if `n` is more than `N_INLINE`).
     pub(crate) fn with_cells(len: usize, n: usize) -> Self {
+        // A probe reads whole words of eight tags and wraps from the last word to the first:
+        // an array's length is a multiple of eight.
+        debug_assert!(len == 0 || (len.is_power_of_two() && len >= MIN_CELLS));
         SharedCells {
             // `EMPTY` is 0. Arrays are empty or of at least `MIN_CELLS` (eight) cells.
             tags: zeroed(len.div_ceil(8)),
