@@ -526,8 +526,9 @@ impl<T> RuleSet<T> {
 
     /// The find of [`RuleSet::lookup_wc_one`] (and of a batch's keys, [`RuleSet::batch_one`])
     /// once `key` is hashed (`hash`, and the chain `raw` at its stage ends): the rule, with the
-    /// mask's bits ORed into `wc` on a hit and the miss explained otherwise.
-    #[inline]
+    /// mask's bits ORed into `wc` on a hit and the miss explained otherwise. Always inlined:
+    /// a batch calls it from two loops.
+    #[inline(always)]
     fn find_wc_one<'a>(
         &'a self,
         st: &'a Subtable<T>,
@@ -664,9 +665,14 @@ impl<T> RuleSet<T> {
                 for (h, k) in hashes.iter_mut().zip(keys) {
                     *h = st.hash_key(k, self.seed);
                 }
-                st.touch_all(&hashes[..keys.len()]);
-                for ((o, k), h) in out.iter_mut().zip(keys).zip(&hashes) {
-                    *o = st.find_hashed(k, *h);
+                if st.worth_touching() {
+                    st.touch_ahead(&hashes[..keys.len()], |i| {
+                        out[i] = st.find_hashed(&keys[i], hashes[i]);
+                    });
+                } else {
+                    for ((o, k), h) in out.iter_mut().zip(keys).zip(&hashes) {
+                        *o = st.find_hashed(k, *h);
+                    }
                 }
             }
             Some(wcs) => {
@@ -674,11 +680,16 @@ impl<T> RuleSet<T> {
                 for ((h, k), r) in hashes.iter_mut().zip(keys).zip(raws.iter_mut()) {
                     *h = st.hash_key_staged(k, self.seed, r);
                 }
-                st.touch_all(&hashes[..keys.len()]);
-                for ((((o, k), h), r), wc) in
-                    out.iter_mut().zip(keys).zip(&hashes).zip(&raws).zip(wcs)
-                {
-                    *o = self.find_wc_one(st, k, *h, r, wc);
+                if st.worth_touching() {
+                    st.touch_ahead(&hashes[..keys.len()], |i| {
+                        out[i] = self.find_wc_one(st, &keys[i], hashes[i], &raws[i], &mut wcs[i]);
+                    });
+                } else {
+                    for ((((o, k), h), r), wc) in
+                        out.iter_mut().zip(keys).zip(&hashes).zip(&raws).zip(wcs)
+                    {
+                        *o = self.find_wc_one(st, k, *h, r, wc);
+                    }
                 }
             }
         }
