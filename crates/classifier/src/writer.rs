@@ -497,6 +497,7 @@ impl<T> Classifier<T> {
         let published = self.shared.load();
         let table_bytes = published.heap_bytes()
             + self.spare.own_bytes()
+            + self.stand_in.as_ref().map_or(0, |s| s.own_bytes())
             + self.tries.iter().map(Trie::heap_bytes).sum::<usize>();
         let mut rule_bytes = 0;
         for r in published.rules() {
