@@ -288,11 +288,8 @@ impl SharedCells {
         // caches one round trip to memory, not two. The rest of the probe skips it.
         let mut skip = 0;
         if home_first {
-            #[allow(clippy::cast_possible_truncation)] // The home's byte.
-            let t = (self.tags[g].load(Ordering::Relaxed) >> ((b & 7) * 8)) as u8;
-            if t == tag(hash) {
-                fence(Ordering::Acquire);
-                if is(b, &self.cells[b]) {
+            if let Some((b, c)) = self.home_cell(hash) {
+                if is(b, c) {
                     return Some(b);
                 }
             }

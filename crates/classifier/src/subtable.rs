@@ -1655,6 +1655,13 @@ impl<T> Subtable<T> {
             return;
         };
         prefetch(c);
+        self.touch_beside(seg, at);
+    }
+
+    /// Prefetches what a hit at cell `at` of `seg` reads beside the cell: its row (wide
+    /// masks) and its arena slot.
+    #[inline]
+    fn touch_beside(&self, seg: &Seg<T>, at: usize) {
         if let Some(r) = seg.cells.row_line(at, self.mask.idx.len()) {
             prefetch(r);
         }
@@ -1678,16 +1685,10 @@ impl<T> Subtable<T> {
     /// subtables keep `touch`: there most probes of a subtable miss.
     #[inline]
     pub(crate) fn touch_ahead(&self, hashes: &[u64], mut each: impl FnMut(usize)) {
-        let n = self.mask.idx.len();
         let touch = |h: u64| {
             let (_, seg) = self.seg_of(h);
             if let Some(at) = seg.cells.touch_home(h) {
-                if let Some(r) = seg.cells.row_line(at, n) {
-                    prefetch(r);
-                }
-                if let Some(slot) = seg.arena.get(at) {
-                    prefetch(slot);
-                }
+                self.touch_beside(seg, at);
             }
         };
         for h in hashes.iter().take(TOUCH_AHEAD) {

@@ -1220,10 +1220,7 @@ impl<T> Classifier<T> {
             None => self.spare_mut().apply(&prim),
         }
         if let Some(out) = out {
-            out.push(match &prim {
-                Prim::Insert(r) | Prim::Remove(r) => r.clone(),
-                Prim::Replace { new, .. } => new.clone(),
-            });
+            out.push(prim.rule().clone());
         }
         applied.push(prim);
     }
