@@ -399,13 +399,15 @@ fn grown<R: Repr>(v: &[R], used: usize, len: usize) -> Arc<[R]> {
 /// position, and how many nodes it laid out; calls `each` with every node copied and its new
 /// position. One pass that copies node words as they are (only the links change), where a list
 /// of [`Parts`] first and the array from it after moved three times the bytes (single commits
-/// of random 5-tuples, all their growth included: 11 to 22% more commits a second).
+/// of random 5-tuples, all their growth included: 11 to 22% more commits a second). `fill`
+/// takes every node copied, with its new position (a closure there was not inlined: a call a
+/// node, 51 instructions each).
 fn relayout_in<R: Repr>(
     old: &[R],
     counts: &[u32],
     root: u32,
     len: usize,
-    mut each: impl FnMut(usize, &Parts),
+    mut fill: Option<&mut JumpFill>,
 ) -> (Arc<[R]>, Vec<u32>, usize) {
     // Zeroed, both: the room past the live nodes is not written (see [`Arr`]).
     let out = zeroed::<R>(len);
@@ -452,7 +454,9 @@ fn relayout_in<R: Repr>(
             count,
             child: [NIL; 2],
         };
-        each(n, &p);
+        if let Some(f) = fill.as_deref_mut() {
+            f.add(n, &p);
+        }
         let copy = &out[n];
         copy.copy_from(node);
         copy.kids_word().store(pack([NIL; 2]), Ordering::Relaxed);
@@ -946,6 +950,8 @@ pub(crate) struct Trie {
     n_changes: usize,
     /// Live nodes when the view's [`Jump`] table was made (see [`Trie::jump_stale`]).
     jump_live: usize,
+    /// Live nodes at the last re-layout or rebuild.
+    laid_live: usize,
     /// [`Trie::remove_sorted`]'s path (kept empty between calls, for its capacity).
     path: Vec<(u32, usize)>,
     /// The field's width in bits.
@@ -1318,6 +1324,7 @@ impl Clone for Trie {
             n_live: self.n_live,
             n_changes: self.n_changes,
             jump_live: self.jump_live,
+            laid_live: self.laid_live,
             path: Vec::new(),
             width: self.width,
         }
@@ -1400,8 +1407,10 @@ impl Trie {
     }
 
     /// Makes room for `n` new nodes: if there is too little, copies the array as it is (a
-    /// sequential copy; positions, the free list and limbo stay valid) into a new one an eighth
-    /// longer or more (readers of the old one keep it, unchanged from here on).
+    /// sequential copy; positions, the free list and limbo stay valid) into a new one half
+    /// again as long or more (readers of the old one keep it, unchanged from here on). By a
+    /// quarter, a trie filled by single insertions allocated 112 MB of node arrays over 262,144
+    /// random 5-tuples, by half 92 MB.
     fn reserve(&mut self, n: usize) {
         if self.room() >= n {
             return;
@@ -1418,7 +1427,7 @@ impl Trie {
             return;
         }
         let used = self.next as usize;
-        let len = array_len(used.saturating_sub(1), n.max(used / 4));
+        let len = array_len(used.saturating_sub(1), n.max(used / 2));
         self.view.arr = self.view.arr.grown(used, len);
         // Positions stay: the table too, in a copy (the old array's readers keep the old one,
         // which names only nodes of their array).
@@ -1943,9 +1952,14 @@ impl Trie {
         self.jump_live = self.n_live;
     }
 
-    /// [`Trie::relayout_with_room`] with room for an eighth more.
+    /// [`Trie::relayout_with_room`] with room for an eighth more, or, in a trie that grew by
+    /// half since it was last laid out, for half as many nodes again as it has: a trie filled
+    /// by single insertions then grows into the room instead of copying its array at each
+    /// [`Trie::reserve`] (262,144 single commits of random 5-tuples into an empty table: 65
+    /// MB of node arrays allocated instead of 92, commits 0 to 4% faster).
     fn relayout(&mut self) {
-        self.relayout_with_room(0);
+        let grew = self.n_live >= self.laid_live + self.laid_live / 2;
+        self.relayout_with_room(if grew { self.n_live / 2 } else { 0 });
     }
 
     /// Writes the trie into a new array in depth-first order (a node's first child right
@@ -1956,19 +1970,14 @@ impl Trie {
         let len = array_len(live, extra);
         let root = self.view.root();
         let mut fill = JumpFill::for_trie(&self.view, live, self.width);
-        let each = |i: usize, p: &Parts| {
-            if let Some(f) = fill.as_mut() {
-                f.add(i, p);
-            }
-        };
         let counts = &self.counts;
         let (arr, counts, laid) = match &self.view.arr {
             Arr::Narrow(v) => {
-                let (a, c, n) = relayout_in(v, counts, root, len, each);
+                let (a, c, n) = relayout_in(v, counts, root, len, fill.as_mut());
                 (Arr::Narrow(a), c, n)
             }
             Arr::Wide(v) => {
-                let (a, c, n) = relayout_in(v, counts, root, len, each);
+                let (a, c, n) = relayout_in(v, counts, root, len, fill.as_mut());
                 (Arr::Wide(a), c, n)
             }
         };
@@ -2046,6 +2055,7 @@ impl Trie {
         self.n_changes = 0;
         self.view.jump = Arc::new(jump);
         self.jump_live = live;
+        self.laid_live = live;
     }
 
     /// Applies `changes` (net count changes per prefix, sorted by `(bits, len)`, each prefix
@@ -2119,7 +2129,7 @@ impl Trie {
 
 /// Length of a node array for `live` nodes (and the sentinel) with room for `extra` more, and
 /// for an eighth again as many as there are (a trie that grows past that is copied into a
-/// new array: a sequential copy every `live / 16` insertions or so).
+/// new array, [`Trie::reserve`]).
 fn array_len(live: usize, extra: usize) -> usize {
     live + 1 + extra.max(live / 8).max(63)
 }

@@ -547,29 +547,35 @@ impl<T> Classifier<T> {
     ) -> Result<Arc<Rule<T>>, Error> {
         let touched = self.touch_match(rule_match);
         self.validate_interned(rule_match, touched.as_ref().map(|t| &t.0))?;
-        self.sync_spare();
-        let mut applied = std::mem::take(&mut self.applied);
-        debug_assert!(applied.is_empty());
+        // The spare moved out of `self` and made mutable once for the replay, the insertion
+        // and the publication: each `Arc::get_mut` is a locked instruction (three a commit
+        // before).
+        let mut taken = self.take_spare();
+        let spare = Arc::get_mut(&mut taken).expect("no reader holds the spare (waited for)");
+        self.replay_pending(spare);
         let (mask, values, h) = match touched {
             Some(t) => t,
             None => {
                 let mask = self.intern(rule_match.mask());
                 let values = Values::new(rule_match.value(), &mask);
-                let h = self.spare.write_hashes(&mask, values.as_slice());
+                let h = spare.write_hashes(&mask, values.as_slice());
                 (mask, values, h)
             }
         };
-        let prim = self.prim_insert(
+        let prim = prim_insert_in(
+            spare,
+            &self.tries,
+            &self.prefixes,
+            &mut self.next_seq,
             (mask, values),
-            priority,
-            cookie,
-            payload,
+            (priority, cookie, payload),
             Existing::Hashed(h.hash()),
             true,
         );
-        self.spare_mut().apply_hashed(&prim, &h);
-        applied.push(prim);
-        self.finish_one(applied, Ok(()))
+        spare.apply_hashed(&prim, &h);
+        self.finish_spare(spare);
+        self.put_published(taken);
+        Ok(prim.into_rule())
     }
 
     /// Changes one rule's payload; see [`Op::Modify`] (`rule_match` as for
@@ -893,28 +899,69 @@ impl<T> Classifier<T> {
     /// Publishes the spare, to which a batch was applied; the version readers leave becomes
     /// the spare.
     fn publish(&mut self) {
-        let spare = Arc::get_mut(&mut self.spare).expect("spare is synced and unshared");
-        spare.finish_batch(&mut self.tries);
-        self.pending = spare.take_log();
-        self.warm_gone = spare.warm_removals(&self.tries, false);
         let stand_in = self
             .stand_in
             .take()
             .expect("a stand-in between publications");
-        let published = std::mem::replace(&mut self.spare, stand_in);
-        let previous = self.shared.swap(published);
+        let mut taken = std::mem::replace(&mut self.spare, stand_in);
+        let spare = Arc::get_mut(&mut taken).expect("spare is synced and unshared");
+        self.finish_spare(spare);
+        self.put_published(taken);
+    }
+
+    /// The spare's last steps before its publication: the tries' pending changes applied,
+    /// its log taken for the replay onto the other version, the removals it will make
+    /// noted for their prefetch.
+    fn finish_spare(&mut self, spare: &mut RuleSet<T>) {
+        spare.finish_batch(&mut self.tries);
+        self.pending = spare.take_log();
+        self.warm_gone = spare.warm_removals(&self.tries, false);
+    }
+
+    /// Publishes `taken`, the spare moved out of `self` (whose place the stand-in holds) and
+    /// finished ([`Classifier::finish_spare`]); the version readers leave becomes the spare.
+    fn put_published(&mut self, taken: Arc<RuleSet<T>>) {
+        let previous = self.shared.swap(taken);
         self.stand_in = Some(std::mem::replace(&mut self.spare, previous));
         self.spare.touch_replay(&self.pending, TOUCH_REPLAY);
         self.n_published += 1;
         self.prune_masks();
     }
 
+    /// The spare, synced but for its replay ([`Classifier::replay_pending`]), moved out of
+    /// `self` (the stand-in takes its place) so that a single commit makes it mutable once.
+    fn take_spare(&mut self) -> Arc<RuleSet<T>> {
+        self.wait_spare();
+        self.take_spare_now()
+    }
+
+    /// The spare moved out of `self`, the stand-in in its place (no count changes).
+    fn take_spare_now(&mut self) -> Arc<RuleSet<T>> {
+        let stand_in = self
+            .stand_in
+            .take()
+            .expect("a stand-in between publications");
+        std::mem::replace(&mut self.spare, stand_in)
+    }
+
     /// Waits until no reader holds the spare, then brings it up to the published version.
     fn sync_spare(&mut self) {
+        self.wait_spare();
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut taken = self.take_spare_now();
+        let spare = Arc::get_mut(&mut taken).expect("waited for above");
+        self.replay_pending(spare);
+        self.stand_in = Some(std::mem::replace(&mut self.spare, taken));
+    }
+
+    /// Waits until no reader holds the spare.
+    fn wait_spare(&mut self) {
         // The count alone, a plain load: no reader can take a new reference to the spare
         // (publishing paid every reader's debt on it), so one is enough, and the acquire fence
         // orders what follows after the last reader's release of it. `Arc::get_mut` is a
-        // locked instruction, taken below only where the spare is written.
+        // locked instruction, taken only where the spare is written.
         let mut spins = 0u32;
         while Arc::strong_count(&self.spare) != 1 {
             if spins < 64 {
@@ -929,12 +976,15 @@ impl<T> Classifier<T> {
         for trie in &mut self.tries {
             trie.reclaim(self.n_published);
         }
+    }
+
+    /// Replays the last commit's changes (if any) onto `spare`, the synced spare.
+    fn replay_pending(&mut self, spare: &mut RuleSet<T>) {
         if self.pending.is_empty() {
             return;
         }
         // A guard, not a full `Arc`: two locked instructions fewer (the count's rise and fall).
         let published = self.shared.load();
-        let spare = Arc::get_mut(&mut self.spare).expect("waited for above");
         let log = std::mem::take(&mut self.pending);
         spare.replay(&published, &log, &mut self.tries);
         spare.recycle(log);
@@ -1059,77 +1109,27 @@ impl<T> Classifier<T> {
     /// priority; `existing`: what the caller knows of that one ([`Existing`]). `alone`: the
     /// insertion is its commit's only operation, and prefetches the trie nodes below its jump
     /// entries
-    /// ([`Classifier::warm_tries`]); a batch's insertions prefetch their own
+    /// ([`warm_tries`]); a batch's insertions prefetch their own
     /// ([`Trie::warm_nodes`] in the insertion loop), or rebuild the trie.
     fn prim_insert(
         &mut self,
-        (mask, values): (Arc<Mask>, Values),
+        mv: (Arc<Mask>, Values),
         priority: u32,
         cookie: u64,
         payload: T,
         existing: Existing,
         alone: bool,
     ) -> Prim<T> {
-        let seq = self.next_seq;
-        let probe = Rule {
-            rank: rank(priority, seq),
-            priority,
-            seq,
-            cookie,
-            mask,
-            values,
-            stats: Arc::default(),
-            payload,
-        };
-        if alone {
-            self.warm_tries(&probe);
-        }
-        let old = if existing == Existing::Absent {
-            debug_assert!(
-                self.spare
-                    .find_exact(&probe.mask, probe.values.as_slice(), priority, None)
-                    .is_none(),
-                "insert_new of a rule already present"
-            );
-            None
-        } else {
-            // Read through the `Arc`: `Arc::get_mut` is a locked instruction.
-            self.spare
-                .find_exact(
-                    &probe.mask,
-                    probe.values.as_slice(),
-                    priority,
-                    existing.hash(),
-                )
-                .cloned()
-        };
-        match old {
-            Some(old) => {
-                let new = Arc::new(Rule {
-                    rank: old.rank,
-                    seq: old.seq,
-                    ..probe
-                });
-                Prim::Replace { old, new }
-            }
-            None => {
-                self.next_seq += 1;
-                Prim::Insert(Arc::new(probe))
-            }
-        }
-    }
-
-    /// Prefetches the trie nodes the insertion of `r`'s prefixes will walk first (see
-    /// [`Trie::warm_nodes`]), so that those cache misses overlap the subtable's instead of
-    /// following them at the publication.
-    #[inline]
-    fn warm_tries(&self, r: &Rule<T>) {
-        let plens = r.mask.trie_plens;
-        for ((trie, pf), &plen) in self.tries.iter().zip(self.prefixes.iter()).zip(&plens) {
-            if plen > 0 {
-                trie.warm_nodes(plen, || crate::ruleset::prefix_bits(r, pf, plen));
-            }
-        }
+        prim_insert_in(
+            &self.spare,
+            &self.tries,
+            &self.prefixes,
+            &mut self.next_seq,
+            mv,
+            (priority, cookie, payload),
+            existing,
+            alone,
+        )
     }
 
     fn prim_modify(
@@ -1719,5 +1719,80 @@ impl<T> std::fmt::Debug for Snapshot<'_, T> {
         f.debug_struct("Snapshot")
             .field("n_rules", &self.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// [`Classifier::prim_insert`] with the spare given: a single commit's, moved out of the
+/// classifier ([`Classifier::take_spare`]). `rule` is the priority, cookie and payload.
+#[allow(clippy::too_many_arguments)]
+fn prim_insert_in<T>(
+    spare: &RuleSet<T>,
+    tries: &[Trie],
+    prefixes: &[PrefixField],
+    next_seq: &mut u64,
+    (mask, values): (Arc<Mask>, Values),
+    (priority, cookie, payload): (u32, u64, T),
+    existing: Existing,
+    alone: bool,
+) -> Prim<T> {
+    let seq = *next_seq;
+    let probe = Rule {
+        rank: rank(priority, seq),
+        priority,
+        seq,
+        cookie,
+        mask,
+        values,
+        stats: Arc::default(),
+        payload,
+    };
+    if alone {
+        warm_tries(tries, prefixes, &probe);
+    }
+    let old = if existing == Existing::Absent {
+        debug_assert!(
+            spare
+                .find_exact(&probe.mask, probe.values.as_slice(), priority, None)
+                .is_none(),
+            "insert_new of a rule already present"
+        );
+        None
+    } else {
+        // Read through a shared reference: `Arc::get_mut` is a locked instruction.
+        spare
+            .find_exact(
+                &probe.mask,
+                probe.values.as_slice(),
+                priority,
+                existing.hash(),
+            )
+            .cloned()
+    };
+    match old {
+        Some(old) => {
+            let new = Arc::new(Rule {
+                rank: old.rank,
+                seq: old.seq,
+                ..probe
+            });
+            Prim::Replace { old, new }
+        }
+        None => {
+            *next_seq += 1;
+            Prim::Insert(Arc::new(probe))
+        }
+    }
+}
+
+/// Prefetches the trie nodes the insertion of `r`'s prefixes will walk first (see
+/// [`Trie::warm_nodes`]), so that those cache misses overlap the subtable's instead of
+/// following them at the publication.
+#[inline]
+fn warm_tries<T>(tries: &[Trie], prefixes: &[PrefixField], r: &Rule<T>) {
+    let plens = r.mask.trie_plens;
+    for ((trie, pf), &plen) in tries.iter().zip(prefixes.iter()).zip(&plens) {
+        if plen > 0 {
+            trie.warm_nodes(plen, || crate::ruleset::prefix_bits(r, pf, plen));
+        }
     }
 }
