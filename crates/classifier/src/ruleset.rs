@@ -13,7 +13,7 @@ use packet::key::FlowKey;
 
 use crate::plan::{below, Plan};
 use crate::rule::{rank_priority, Mask, Rule};
-use crate::subtable::{Raw, SubLog, Subtable, TrieCtx, Walked, WriteHashes};
+use crate::subtable::{LogBufs, Raw, SubLog, Subtable, TrieCtx, Walked, WriteHashes};
 use crate::trie::{prefix_mask, Trie, TrieView};
 use crate::PrefixField;
 
@@ -222,6 +222,9 @@ pub struct RuleSet<T> {
     trie_adds: Vec<(u128, u8, i64)>,
     /// A replayed log's list, kept for its capacity ([`RuleSet::recycle`]).
     log_buf: Vec<(u32, Option<SubLog<T>>)>,
+    /// The lists of the subtables' logs replayed onto this version, for its next batch's
+    /// logs ([`Subtable::recycle_log`]).
+    log_bufs: LogBufs,
     prefixes: Arc<[PrefixField]>,
     seed: u64,
     n_rules: usize,
@@ -292,6 +295,7 @@ impl<T> RuleSet<T> {
             last_gone: prefixes.iter().map(|_| Vec::new()).collect(),
             touched: Vec::new(),
             log_buf: Vec::new(),
+            log_bufs: LogBufs::default(),
             trie_adds: Vec::new(),
             prefixes,
             seed,
@@ -843,6 +847,7 @@ impl<T> RuleSet<T> {
                 self.trie_update(&r, true);
                 let st = self.subtables[i].as_mut().expect("just made");
                 if st.log_is_empty() {
+                    st.lend_log_bufs(&mut self.log_bufs);
                     self.touched
                         .push(u32::try_from(i).expect("fewer than 4G subtables"));
                 }
@@ -859,6 +864,9 @@ impl<T> RuleSet<T> {
                 };
                 let st = self.subtables[i as usize].as_mut().expect("indexed");
                 let fresh = st.log_is_empty();
+                if fresh {
+                    st.lend_log_bufs(&mut self.log_bufs);
+                }
                 if st.remove(&r, self.seed, h.map(WriteHashes::hash)).is_none() {
                     debug_assert!(false, "removing an unknown rule");
                     return;
@@ -879,6 +887,7 @@ impl<T> RuleSet<T> {
                 if let Some(&i) = self.by_mask.get(&mask_id(&new.mask)) {
                     let st = self.subtables[i as usize].as_mut().expect("indexed");
                     if st.log_is_empty() {
+                        st.lend_log_bufs(&mut self.log_bufs);
                         self.touched.push(i);
                     }
                     let old = st.replace(new, self.seed, h.map(WriteHashes::hash));
@@ -997,9 +1006,9 @@ impl<T> RuleSet<T> {
     /// batch applied to it (small ones only): a single-rule commit then allocates none.
     pub(crate) fn recycle(&mut self, log: Log<T>) {
         let mut v = log.0;
-        for (i, sublog) in v.drain(..) {
-            if let (Some(sublog), Some(Some(st))) = (sublog, self.subtables.get_mut(i as usize)) {
-                st.recycle_log(sublog);
+        for (_, sublog) in v.drain(..) {
+            if let Some(sublog) = sublog {
+                Subtable::recycle_log(sublog, &mut self.log_bufs);
             }
         }
         if v.capacity() <= RECYCLE_MAX {

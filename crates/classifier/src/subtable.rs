@@ -788,6 +788,17 @@ pub(crate) struct SubLog<T> {
     prios: Vec<(u32, bool)>,
 }
 
+/// Lists of replayed logs a version keeps for its next batch's logs
+/// ([`Subtable::recycle_log`]).
+#[derive(Debug, Default)]
+pub(crate) struct LogBufs {
+    touched: Vec<Vec<u32>>,
+    prios: Vec<Vec<(u32, bool)>>,
+}
+
+/// The most lists of each kind a [`LogBufs`] keeps.
+const LOG_BUFS: usize = 4;
+
 impl<T> Default for SubLog<T> {
     fn default() -> Self {
         SubLog {
@@ -1048,17 +1059,34 @@ impl<T> Subtable<T> {
         }
     }
 
-    /// Takes the list of positions of `log` (replayed) for its own next log, if small and if
-    /// its own has no room yet.
-    pub(crate) fn recycle_log(&mut self, log: SubLog<T>) {
+    /// Keeps the position and priority lists of `log` (replayed), if small, in `bufs`, for
+    /// the next subtable of this version that a batch changes ([`Subtable::lend_log_bufs`]).
+    pub(crate) fn recycle_log(log: SubLog<T>, bufs: &mut LogBufs) {
         let (mut touched, mut prios) = (log.touched, log.prios);
-        if self.log.touched.capacity() == 0 && touched.capacity() <= RECYCLE_MAX {
+        if bufs.touched.len() < LOG_BUFS && touched.capacity() <= RECYCLE_MAX {
             touched.clear();
-            self.log.touched = touched;
+            bufs.touched.push(touched);
         }
-        if self.log.prios.capacity() == 0 && prios.capacity() <= RECYCLE_MAX {
+        if bufs.prios.len() < LOG_BUFS && prios.capacity() <= RECYCLE_MAX {
             prios.clear();
-            self.log.prios = prios;
+            bufs.prios.push(prios);
+        }
+    }
+
+    /// Takes lists for this subtable's log from `bufs` where it has none (its first change
+    /// in a batch): the single commits of a rule set of several subtables change one each, a
+    /// different one than the last mostly, so lists kept by the subtable replayed were
+    /// mostly dropped and this one's allocated (about once a commit).
+    pub(crate) fn lend_log_bufs(&mut self, bufs: &mut LogBufs) {
+        if self.log.touched.capacity() == 0 {
+            if let Some(v) = bufs.touched.pop() {
+                self.log.touched = v;
+            }
+        }
+        if self.log.prios.capacity() == 0 {
+            if let Some(v) = bufs.prios.pop() {
+                self.log.prios = v;
+            }
         }
     }
 
