@@ -2,7 +2,9 @@
 //!
 //! A [`Rule`] is immutable once published: readers hold `Arc<Rule<T>>` handles while the
 //! writer prepares the next version. Modifying a rule's payload makes a new `Rule` that keeps
-//! the old one's identity (match, priority, insertion order) and shares its [`RuleStats`].
+//! the old one's identity (match, priority, insertion order) and shares its [`RuleStats`]
+//! (the counters live in the first version of a rule, which the versions `modify` made keep
+//! alive).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -256,8 +258,26 @@ pub struct Rule<T> {
     pub(crate) cookie: u64,
     pub(crate) mask: Arc<Mask>,
     pub(crate) values: Values,
-    pub(crate) stats: Arc<RuleStats>,
+    pub(crate) stats: Stats<T>,
     pub(crate) payload: T,
+}
+
+/// A rule's counters: its own, in the rule's allocation (one allocation a new rule, not two),
+/// or, for a version [`crate::Classifier::modify`] made, those of the rule's first version,
+/// which it keeps alive (never a version that is itself `Of` another).
+pub(crate) enum Stats<T> {
+    Own(RuleStats),
+    Of(Arc<Rule<T>>),
+}
+
+impl<T> Stats<T> {
+    /// The counters of a new version of `rule` (its first version's).
+    pub(crate) fn of(rule: &Arc<Rule<T>>) -> Stats<T> {
+        match &rule.stats {
+            Stats::Own(_) => Stats::Of(rule.clone()),
+            Stats::Of(first) => Stats::Of(first.clone()),
+        }
+    }
 }
 
 /// The value of field `f` in masked value words `values` (of mask `mask`, as a rule keeps
@@ -300,8 +320,15 @@ impl<T> Rule<T> {
     }
 
     /// The rule's counters; shared by every version of the rule that `modify` makes.
-    pub fn stats(&self) -> &Arc<RuleStats> {
-        &self.stats
+    pub fn stats(&self) -> &RuleStats {
+        match &self.stats {
+            Stats::Own(s) => s,
+            Stats::Of(first) => match &first.stats {
+                Stats::Own(s) => s,
+                // Never made (`Stats::of` names a first version), but answered.
+                Stats::Of(r) => r.stats(),
+            },
+        }
     }
 
     /// The rule's match, rebuilt from its compressed form.

@@ -962,6 +962,17 @@ fn lookup_equal_priority_earliest_insert_wins() {
     );
     let got = cls.reader().lookup(&v4_packet(0x0a01_0101), None).unwrap();
     assert_eq!(*got.payload(), 11);
+    // A modify of a modified rule shares the same counters, which outlive the versions
+    // dropped before it.
+    let r4 = cls.modify(v4_match(0x0a00_0000, 8), 5, 12).unwrap();
+    drop((r2, got));
+    r4.stats().credit(2, 128);
+    assert_eq!((r3.stats().n_packets(), r3.stats().n_bytes()), (3, 192));
+    drop(r3);
+    let r5 = cls.modify(v4_match(0x0a00_0000, 8), 5, 13).unwrap();
+    drop(r4);
+    assert_eq!((r5.stats().n_packets(), r5.stats().n_bytes()), (3, 192));
+    assert_eq!(*r5.payload(), 13);
 }
 
 #[test]

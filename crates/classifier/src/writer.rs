@@ -17,7 +17,8 @@ use openflow::Match;
 use packet::key::{fields, FlowKey, KeyField};
 
 use crate::rule::{
-    field_value, rank, value_idx, Mask, Rule, RuleStats, Values, WordBuildHasher, MAX_PREFIXES,
+    field_value, rank, value_idx, Mask, Rule, RuleStats, Stats, Values, WordBuildHasher,
+    MAX_PREFIXES,
 };
 use crate::ruleset::{prefix_of, Log, Prim, RuleSet, TOUCH_GROUP};
 use crate::subtable::WriteHashes;
@@ -501,9 +502,8 @@ impl<T> Classifier<T> {
             + self.tries.iter().map(Trie::heap_bytes).sum::<usize>();
         let mut rule_bytes = 0;
         for r in published.rules() {
-            // `ArcInner` adds two counters; the stats live in their own `Arc`.
-            rule_bytes +=
-                std::mem::size_of::<Rule<T>>() + 16 + std::mem::size_of::<RuleStats>() + 16;
+            // `ArcInner` adds two counters; the stats live in the rule (or its first version).
+            rule_bytes += std::mem::size_of::<Rule<T>>() + 16;
             if let Values::Heap(b) = &r.values {
                 rule_bytes += b.len() * 8;
             }
@@ -1147,7 +1147,7 @@ impl<T> Classifier<T> {
             cookie: old.cookie,
             mask: old.mask.clone(),
             values: old.values.clone(),
-            stats: old.stats.clone(),
+            stats: Stats::of(&old),
             payload,
         });
         Ok(Prim::Replace { old, new })
@@ -1743,7 +1743,7 @@ fn prim_insert_in<T>(
         cookie,
         mask,
         values,
-        stats: Arc::default(),
+        stats: Stats::Own(RuleStats::default()),
         payload,
     };
     if alone {
