@@ -1018,13 +1018,18 @@ impl<T> RuleSet<T> {
 
     /// Reads the tries' newest arrays from here on (the writer's, see [`crate::trie`]).
     fn take_tries(&mut self, tries: &[Trie]) {
+        let mut changed = false;
         for (view, trie) in self.tries.iter_mut().zip(tries) {
             if !view.same(trie.view()) {
                 *view = trie.view().clone();
+                changed = true;
             }
         }
-        self.small_tries = small_set(&self.tries);
-        self.cached_tries = self.tries.iter().all(|t| t.capacity() <= CACHED_TRIE_NODES);
+        // What follows depends on the views alone (most commits change none).
+        if changed {
+            self.small_tries = small_set(&self.tries);
+            self.cached_tries = self.tries.iter().all(|t| t.capacity() <= CACHED_TRIE_NODES);
+        }
     }
 
     /// After a failed batch was undone (this version holds what the published one holds
