@@ -1137,6 +1137,45 @@ fn remembered_prerequisites_do_not_pass_other_protocols() {
     assert_eq!(cls.len(), 2);
 }
 
+/// A batch of many masks in no order remembers the verdicts per mask: every mask's TCP and
+/// UDP matches pass, and a GRE match of a mask seen long before still fails, at its index.
+#[test]
+fn a_batch_of_many_masks_checks_each_mask_and_protocol() {
+    let mut cls: Classifier<u32> = Classifier::new();
+    let rule = |proto: u128, port: u128, len: u32| {
+        let mut m = ip_port_match(proto, port);
+        m.set_masked(
+            fields::NW_DST,
+            0x0a00_0000,
+            u128::from(u32::MAX << (32 - len)),
+        );
+        m
+    };
+    let mut b = Batch::new();
+    let mut n = 0;
+    for round in 0..3u32 {
+        for len in 8..20u32 {
+            let proto = if (len + round) % 2 == 0 { 6 } else { 17 };
+            b.insert(rule(proto, u128::from(80 + round), len), 1, 0, n);
+            n += 1;
+        }
+    }
+    b.insert(rule(47, 80, 9), 1, 0, 99);
+    let err = cls.commit(b).unwrap_err();
+    assert!(
+        matches!(&err, Error::InBatch { index, source } if *index == n as usize && matches!(**source, Error::Prerequisite(_))),
+        "{err}"
+    );
+    assert!(cls.is_empty());
+    let mut b = Batch::new();
+    for len in 8..20u32 {
+        b.insert(rule(6, 80, len), 1, 0, len);
+        b.insert(rule(17, 80, len), 1, 0, 100 + len);
+    }
+    cls.commit(b).unwrap();
+    assert_eq!(cls.len(), 24);
+}
+
 #[test]
 fn remove_unknown_rule_fails_and_batch_rolls_back() {
     let mut cls: Classifier<u32> = Classifier::new();
