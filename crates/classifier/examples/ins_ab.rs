@@ -18,10 +18,6 @@ use classifier::{Batch, Classifier};
 
 static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
 
-/// Rules copied into a small buffer at a time before their commits (as `classifier-bench`'s
-/// `single-hot`).
-const HOT_CHUNK: usize = 64;
-
 fn main() {
     let _ = *START;
     let mut a = std::env::args().skip(1);
@@ -55,7 +51,7 @@ fn main() {
                 }
                 t.elapsed().as_secs_f64()
             } else {
-                insert_hot(&mut c, &w.rules)
+                gen::insert_hot(&mut c, &w.rules)
             };
             res[mi].push(n as f64 / secs / 1e6);
             if has("faults") {
@@ -80,24 +76,6 @@ fn main() {
                 .collect::<Vec<_>>()
         );
     }
-}
-
-/// Commits `rules` one by one into `c`, each chunk copied into a buffer first; the seconds
-/// the commits took.
-fn insert_hot(c: &mut Classifier<u64>, rules: &[(openflow::Match, u32)]) -> f64 {
-    let mut buf = Vec::with_capacity(HOT_CHUNK);
-    let mut secs = 0.0;
-    for (ci, chunk) in rules.chunks(HOT_CHUNK).enumerate() {
-        buf.clear();
-        buf.extend_from_slice(chunk);
-        let t = Instant::now();
-        for (i, (m, p)) in buf.iter().enumerate() {
-            c.insert(m, *p, 0, (ci * HOT_CHUNK + i) as u64)
-                .expect("valid");
-        }
-        secs += t.elapsed().as_secs_f64();
-    }
-    secs
 }
 
 /// The `full` mode (see the file's documentation).
@@ -128,7 +106,7 @@ fn full(w: &gen::Workload, n: usize, has: &dyn Fn(&str) -> bool) {
         let el = t.elapsed().as_secs_f64();
         println!("batch: {} into {base}: {el:.4}s", rest.len());
     } else {
-        let secs = insert_hot(&mut c, rest);
+        let secs = gen::insert_hot(&mut c, rest);
         println!(
             "full: {} into {base}: {:.3}M/s",
             rest.len(),

@@ -374,28 +374,12 @@ fn slowest<'a>(
     format!("{}us(p99={p99:.1}us)", top.join("/"))
 }
 
-/// Matches copied into a small buffer at a time by [`insert_hot`].
-const HOT_CHUNK: usize = 64;
-
-/// Inserts `rules` into `cls` by single commits, each chunk of [`HOT_CHUNK`] matches copied
-/// into a small buffer first (not timed), as a controller's flow_mod is in the caches when
-/// its decoded match is inserted; returns the commits a second. Read from the workload's
-/// large array instead, each 720-byte match is a few cache misses of its own (the `single`
-/// figure).
+/// Inserts `rules` into `cls` by single commits, each chunk of matches copied into a small
+/// buffer first (not timed), as a controller's flow_mod is in the caches when its decoded
+/// match is inserted; returns the commits a second. Read from the workload's large array
+/// instead, each 720-byte match is a few cache misses of its own (the `single` figure).
 fn insert_hot(cls: &mut Classifier<u64>, rules: &[(openflow::Match, u32)]) -> f64 {
-    let mut buf = Vec::with_capacity(HOT_CHUNK);
-    let mut secs = 0.0;
-    for (c, chunk) in rules.chunks(HOT_CHUNK).enumerate() {
-        buf.clear();
-        buf.extend_from_slice(chunk);
-        let t = Instant::now();
-        for (i, (m, p)) in buf.iter().enumerate() {
-            let payload = (c * HOT_CHUNK + i) as u64;
-            cls.insert(m, *p, 0, payload).expect("valid");
-        }
-        secs += t.elapsed().as_secs_f64();
-    }
-    rules.len() as f64 / secs
+    rules.len() as f64 / gen::insert_hot(cls, rules)
 }
 
 /// Rules of the larger workload (`big`, the point's rule count and 110,000 more) beyond the
