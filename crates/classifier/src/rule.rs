@@ -323,11 +323,8 @@ impl<T> Rule<T> {
     pub fn stats(&self) -> &RuleStats {
         match &self.stats {
             Stats::Own(s) => s,
-            Stats::Of(first) => match &first.stats {
-                Stats::Own(s) => s,
-                // Never made (`Stats::of` names a first version), but answered.
-                Stats::Of(r) => r.stats(),
-            },
+            // A first version, whose counters are its own (`Stats::of`).
+            Stats::Of(first) => first.stats(),
         }
     }
 

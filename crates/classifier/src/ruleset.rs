@@ -846,8 +846,7 @@ impl<T> RuleSet<T> {
                 let i = self.subtable_for(&r.mask);
                 self.trie_update(&r, true);
                 let st = self.subtables[i].as_mut().expect("just made");
-                if st.log_is_empty() {
-                    st.lend_log_bufs(&mut self.log_bufs);
+                if st.first_change(&mut self.log_bufs) {
                     self.touched
                         .push(u32::try_from(i).expect("fewer than 4G subtables"));
                 }
@@ -863,10 +862,7 @@ impl<T> RuleSet<T> {
                     return;
                 };
                 let st = self.subtables[i as usize].as_mut().expect("indexed");
-                let fresh = st.log_is_empty();
-                if fresh {
-                    st.lend_log_bufs(&mut self.log_bufs);
-                }
+                let fresh = st.first_change(&mut self.log_bufs);
                 if st.remove(&r, self.seed, h.map(WriteHashes::hash)).is_none() {
                     debug_assert!(false, "removing an unknown rule");
                     return;
@@ -886,8 +882,7 @@ impl<T> RuleSet<T> {
             Prim::Replace { new, .. } => {
                 if let Some(&i) = self.by_mask.get(&mask_id(&new.mask)) {
                     let st = self.subtables[i as usize].as_mut().expect("indexed");
-                    if st.log_is_empty() {
-                        st.lend_log_bufs(&mut self.log_bufs);
+                    if st.first_change(&mut self.log_bufs) {
                         self.touched.push(i);
                     }
                     let old = st.replace(new, self.seed, h.map(WriteHashes::hash));

@@ -962,9 +962,14 @@ impl<T> Subtable<T> {
         self.id == other.id
     }
 
-    /// True if the current batch changed nothing here.
-    pub(crate) fn log_is_empty(&self) -> bool {
-        self.log.is_empty()
+    /// True if the current batch changed nothing here yet: the change about to be made is
+    /// its first, and the log takes lists from `bufs` for it ([`Subtable::lend_log_bufs`]).
+    pub(crate) fn first_change(&mut self, bufs: &mut LogBufs) -> bool {
+        let first = self.log.is_empty();
+        if first {
+            self.lend_log_bufs(bufs);
+        }
+        first
     }
 
     /// Takes what the current batch changed here (before the version is published).
@@ -1077,7 +1082,7 @@ impl<T> Subtable<T> {
     /// in a batch): the single commits of a rule set of several subtables change one each, a
     /// different one than the last mostly, so lists kept by the subtable replayed were
     /// mostly dropped and this one's allocated (about once a commit).
-    pub(crate) fn lend_log_bufs(&mut self, bufs: &mut LogBufs) {
+    fn lend_log_bufs(&mut self, bufs: &mut LogBufs) {
         if self.log.touched.capacity() == 0 {
             if let Some(v) = bufs.touched.pop() {
                 self.log.touched = v;

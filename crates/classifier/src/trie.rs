@@ -396,12 +396,11 @@ fn grown<R: Repr>(v: &[R], used: usize, len: usize) -> Arc<[R]> {
 
 /// The live nodes of `old` (from `root`), with their `counts`, copied into a new array of
 /// `len` in depth-first order (a node's first child right after it), and their counts by new
-/// position, and how many nodes it laid out; calls `each` with every node copied and its new
-/// position. One pass that copies node words as they are (only the links change), where a list
-/// of [`Parts`] first and the array from it after moved three times the bytes (single commits
-/// of random 5-tuples, all their growth included: 11 to 22% more commits a second). `fill`
-/// takes every node copied, with its new position (a closure there was not inlined: a call a
-/// node, 51 instructions each).
+/// position, and how many nodes it laid out; `fill` takes every node copied, with its new
+/// position (a closure there was not inlined: a call a node, 51 instructions each). One pass
+/// that copies node words as they are (only the links change), where a list of [`Parts`]
+/// first and the array from it after moved three times the bytes (single commits of random
+/// 5-tuples, all their growth included: 11 to 22% more commits a second).
 fn relayout_in<R: Repr>(
     old: &[R],
     counts: &[u32],

@@ -114,17 +114,14 @@ const NO_MASK: u32 = u32::MAX;
 
 /// Per batch mask, the prerequisite bits of the last few matches of that mask a commit
 /// checked (a TCP and a UDP 5-tuple differ in their bits), and the slot the next one takes:
-/// the check depends on the mask and those bits alone. Kept for the last four matches of any
-/// mask, a batch of twenty masks in no order (the mixed set) rebuilt and checked almost every
-/// match (a 720-byte `Match` made from its words, its mask compared and hashed: a sixth of a
-/// 100,000-rule batch's time).
-struct Checked(Vec<([Option<u32>; CHECKED_BITS], u8)>);
+/// the check depends on the mask and those bits alone. When the last four matches of any mask
+/// were kept instead, a batch of twenty masks in no order (the mixed set) rebuilt and checked
+/// almost every match (a 720-byte `Match` made from its words, its mask compared and hashed: a
+/// sixth of a 100,000-rule batch's time).
+struct Checked(Vec<([Option<u32>; CHECKED_BITS], usize)>);
 
 /// Prerequisite bits [`Checked`] keeps per mask.
 const CHECKED_BITS: usize = 4;
-/// [`CHECKED_BITS`] as the slot index's type.
-const CHECKED_SLOTS: u8 = 4;
-const _: () = assert!(CHECKED_SLOTS as usize == CHECKED_BITS);
 
 impl Checked {
     fn new(n_masks: usize) -> Checked {
@@ -142,8 +139,8 @@ impl Checked {
     /// Notes that a match of batch mask `mask` with prerequisite bits `bits` passed.
     fn note(&mut self, mask: u32, bits: u32) {
         if let Some((seen, next)) = self.0.get_mut(mask as usize) {
-            seen[usize::from(*next)] = Some(bits);
-            *next = (*next + 1) % CHECKED_SLOTS;
+            seen[*next] = Some(bits);
+            *next = (*next + 1) % CHECKED_BITS;
         }
     }
 }
@@ -356,10 +353,10 @@ fn validate_mask(m: &Match) -> Result<(), Error> {
 pub struct Classifier<T> {
     shared: Arc<ArcSwap<RuleSet<T>>>,
     spare: Arc<RuleSet<T>>,
-    /// An empty rule set that holds the spare's place while the spare is moved into the
-    /// published slot ([`Classifier::publish`]): the move then changes no reference count
-    /// (a clone and a drop are locked instructions). Never read; `None` only inside
-    /// `publish`.
+    /// An empty rule set that holds the spare's place while the spare is moved out of `self`
+    /// ([`Classifier::take_spare_now`]): to be written and published, or replayed onto; the
+    /// move then changes no reference count (a clone and a drop are locked instructions).
+    /// Never read; `None` only while the spare is out.
     stand_in: Option<Arc<RuleSet<T>>>,
     /// What the last batch changed in the published version and not yet in the spare.
     pending: Log<T>,
@@ -1748,7 +1745,7 @@ impl<T> std::fmt::Debug for Snapshot<'_, T> {
 }
 
 /// [`Classifier::prim_insert`] with the spare given: a single commit's, moved out of the
-/// classifier ([`Classifier::take_spare`]). `rule` is the priority, cookie and payload.
+/// classifier ([`Classifier::take_spare`]), or the classifier's own.
 #[allow(clippy::too_many_arguments)]
 fn prim_insert_in<T>(
     spare: &RuleSet<T>,
