@@ -114,6 +114,17 @@
 //! of the shared tries and takes the subtable order; only the entry arrays exist twice.
 //! [`Classifier::memory`] reports the bytes per rule.
 //!
+//! **Compiled form** ([`Classifier::compile`], `compiled.rs`). A small rule set of several
+//! masks (at most 8,192 rules) can be compiled into merged tuples (TupleMerge): rules whose
+//! masks all contain a coarser mask share one hash table keyed by that mask, a bucket lists
+//! its rules best first, and a lookup compares them until one matches. The bench's mixed set
+//! (twenty masks) becomes three tables up to 2,000 rules, whose lookups with tracking are 1.9 to
+//! 2.8 times the subtables' on hits and 1.5 times on misses, with fewer bits consulted (90
+//! against 115 a hit). The compiled form is kept only if it has at most four tables (with
+//! more, misses cost more than the tries' rule-outs). It belongs to the version it was made for:
+//! the next change drops it, and lookups use the subtables until the writer compiles again, so a
+//! writer compiles a rule set that has settled.
+//!
 //! # Invariants
 //!
 //! - A mask has no bit outside [`FlowKey::valid_bits`], and a rule's match passes
@@ -179,6 +190,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod compiled;
 #[allow(unsafe_code)]
 mod hint;
 #[cfg(any(test, feature = "test-utils"))]

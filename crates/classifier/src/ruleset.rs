@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use packet::key::FlowKey;
 
+use crate::compiled::{Compiled, COMPILED_MAX_TABLES, COMPILE_MAX_RULES};
 use crate::plan::{below, Plan};
 use crate::rule::{rank_priority, Mask, Rule};
 use crate::subtable::{LogBufs, Raw, SubLog, Subtable, TrieCtx, Walked, WriteHashes};
@@ -228,6 +229,9 @@ pub struct RuleSet<T> {
     prefixes: Arc<[PrefixField]>,
     seed: u64,
     n_rules: usize,
+    /// This version compiled into merged tuples ([`crate::Classifier::compile`]), which its
+    /// lookups then use; dropped by any change to the version.
+    compiled: Option<Arc<Compiled<T>>>,
 }
 
 /// What one batch changed in the version it was applied to, per subtable (by index, with
@@ -300,6 +304,7 @@ impl<T> RuleSet<T> {
             prefixes,
             seed,
             n_rules: 0,
+            compiled: None,
         }
     }
 
@@ -338,6 +343,9 @@ impl<T> RuleSet<T> {
     fn lookup_nowc(&self, key: &FlowKey) -> Option<&Arc<Rule<T>>> {
         if let Some(st) = self.sole_subtable() {
             return st.find(key, self.seed);
+        }
+        if let Some(c) = &self.compiled {
+            return c.lookup(key, None);
         }
         if self.cached_tries && self.plan.on() {
             return self.lookup_plan::<false>(key, None);
@@ -384,6 +392,9 @@ impl<T> RuleSet<T> {
         // No later subtable asks what the explanation learnt.
         if let Some(st) = self.sole_subtable() {
             return self.lookup_wc_one(st, key, wc);
+        }
+        if let Some(c) = &self.compiled {
+            return c.lookup(key, Some(wc));
         }
         if self.plan.on() {
             return self.lookup_plan::<true>(key, Some(wc));
@@ -493,6 +504,34 @@ impl<T> RuleSet<T> {
         best.map(|b| b.rule)
     }
 
+    /// Compiles this version ([`Compiled`]) for its lookups, if it has several subtables, at
+    /// most [`COMPILE_MAX_RULES`] rules, masks that fit, and the compiled form has fewer
+    /// tables than it has subtables and at most [`COMPILED_MAX_TABLES`]. Returns whether it
+    /// did.
+    pub(crate) fn compile(&mut self) -> bool {
+        let n = self.order.len();
+        if n < 2 || self.n_rules > COMPILE_MAX_RULES {
+            return false;
+        }
+        match Compiled::build(self.rules(), &self.prefixes) {
+            Some(c) if c.n_tables() < n && c.n_tables() <= COMPILED_MAX_TABLES => {
+                self.compiled = Some(Arc::new(c));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// True if lookups use a compiled form of this version ([`RuleSet::compile`]).
+    pub fn is_compiled(&self) -> bool {
+        self.compiled.is_some()
+    }
+
+    /// The number of hash tables of this version's compiled form, if it has one.
+    pub fn compiled_tables(&self) -> Option<usize> {
+        self.compiled.as_ref().map(|c| c.n_tables())
+    }
+
     /// Every trie walked for `key` ([`Walked`]).
     #[inline]
     fn walked(&self, key: &FlowKey) -> Walked {
@@ -600,12 +639,14 @@ impl<T> RuleSet<T> {
         // Several subtables, all small enough for the caches: key by key. Going subtable by
         // subtable overlaps cache misses there are none of, and keeps a whole batch's keys,
         // walks and consulted bits in play (twenty subtables at 1,000 rules: a third slower).
-        if self.order.len() > 1
-            && !self
-                .subtables
-                .iter()
-                .flatten()
-                .any(Subtable::worth_touching)
+        // A compiled version, too: its lookups touch no subtable.
+        if self.compiled.is_some()
+            || self.order.len() > 1
+                && !self
+                    .subtables
+                    .iter()
+                    .flatten()
+                    .any(Subtable::worth_touching)
         {
             match wcs {
                 None => {
@@ -841,6 +882,7 @@ impl<T> RuleSet<T> {
     }
 
     fn apply_prim(&mut self, p: Prim<T>, h: Option<&WriteHashes>) {
+        self.compiled = None;
         match p {
             Prim::Insert(r) => {
                 let i = self.subtable_for(&r.mask);
@@ -939,6 +981,7 @@ impl<T> RuleSet<T> {
     /// takes their newest arrays.
     pub(crate) fn replay(&mut self, published: &RuleSet<T>, log: &Log<T>, tries: &mut [Trie]) {
         debug_assert!(self.touched.is_empty());
+        self.compiled = None;
         if self.subtables.len() < published.subtables.len() {
             self.subtables
                 .resize_with(published.subtables.len(), || None);
@@ -1220,7 +1263,7 @@ impl<T> RuleSet<T> {
             n += pending.capacity() * std::mem::size_of::<(u128, u8, i8)>();
             n += gone.capacity() * std::mem::size_of::<(u128, u8, i64)>();
         }
-        n
+        n + self.compiled.as_ref().map_or(0, |c| c.heap_bytes())
     }
 }
 

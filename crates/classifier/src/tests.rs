@@ -574,6 +574,15 @@ fn check_interleaved_as(seed: u64, n_batches: usize, few_masks: bool, via: Via) 
             let key = key_near(&mut rng, &pool, 0.6);
             assert_same(&cls, &naive, &key);
         }
+        // Now and then the version is compiled (the next change drops its compiled form).
+        if rng.gen_bool(0.3) {
+            let compiled = cls.compile();
+            assert_eq!(cls.is_compiled(), compiled);
+            for _ in 0..20 {
+                let key = key_near(&mut rng, &pool, 0.6);
+                assert_same(&cls, &naive, &key);
+            }
+        }
     }
 }
 
@@ -2095,5 +2104,222 @@ fn a_large_subtable_grows_a_segment_at_a_time() {
     for j in 0..4000u32 {
         let got = cls.reader().lookup(&v4_packet(0x0a00_0000 + j * 13), None);
         assert_eq!(got.map(|r| *r.payload()), Some(j), "rule {j}");
+    }
+}
+
+/// Rules over `n_masks` masks of `nw_src`/`nw_dst` prefixes, `nw_proto` and ports, each mask
+/// at its own priorities (as the bench's mixed set).
+fn mixed_rules(rng: &mut SmallRng, n: usize, n_masks: usize) -> Vec<(Match, u32)> {
+    let mut templates = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    while templates.len() < n_masks {
+        let mut m = Match::catch_all();
+        m.set_exact(fields::DL_TYPE, 0x0800);
+        let pm = |l: u32| {
+            if l == 0 {
+                0
+            } else {
+                u128::from(u32::MAX << (32 - l))
+            }
+        };
+        m.set_masked(
+            fields::NW_SRC,
+            0,
+            pm([0u32, 8, 16, 24, 32][rng.gen_range(0..5)]),
+        );
+        m.set_masked(
+            fields::NW_DST,
+            0,
+            pm([8u32, 16, 20, 24, 32][rng.gen_range(0..5)]),
+        );
+        if rng.gen_bool(0.5) {
+            m.set_exact(fields::NW_PROTO, 0);
+            if rng.gen_bool(0.6) {
+                m.set_exact(fields::TP_DST, 0);
+            }
+        }
+        if seen.insert(*m.mask()) {
+            templates.push((*m.mask(), rng.gen_range(1..1000u32)));
+        }
+    }
+    (0..n)
+        .map(|_| {
+            let (mask, prio) = templates[rng.gen_range(0..n_masks)];
+            let mut v = FlowKey::default();
+            v.set_dl_type(0x0800);
+            v.set_nw_src(0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff));
+            v.set_nw_dst(0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff));
+            v.set_nw_proto([6u8, 17][rng.gen_range(0..2)]);
+            v.set_tp_dst([80u16, 443, 53][rng.gen_range(0..3)]);
+            (Match::new(v, mask), prio + rng.gen_range(0..2))
+        })
+        .collect()
+}
+
+/// A key near `m`: its bits under the mask, random elsewhere in the rules' domains.
+fn key_in_mixed(rng: &mut SmallRng, m: &Match) -> FlowKey {
+    let mut noise = FlowKey::default();
+    noise.set_dl_type(0x0800);
+    noise.set_nw_src(0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff));
+    noise.set_nw_dst(0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff));
+    noise.set_nw_proto([6u8, 17][rng.gen_range(0..2)]);
+    noise.set_tp_dst([80u16, 443, 53, 22][rng.gen_range(0..4)]);
+    let mut k = *m.value();
+    for (w, (n, mk)) in k
+        .words
+        .iter_mut()
+        .zip(noise.words.iter().zip(m.mask().words.iter()))
+    {
+        *w |= n & !mk;
+    }
+    k
+}
+
+/// Checks a compiled rule set of `rules` against `naive` on keys near them and on random
+/// ones, with the consulted-bits contract: the rule of every key, and of keys that agree with
+/// it on the bits its lookup consulted.
+fn check_compiled_against(
+    rng: &mut SmallRng,
+    cls: &Classifier<u64>,
+    naive: &Naive<u64>,
+    rules: &[(Match, u32)],
+) {
+    let snap = cls.snapshot();
+    for _ in 0..200 {
+        let p = if rng.gen_bool(0.8) && !rules.is_empty() {
+            let i = rng.gen_range(0..rules.len());
+            key_in_mixed(rng, &rules[i].0)
+        } else {
+            rand_packet(rng)
+        };
+        assert_same(cls, naive, &p);
+        let mut wc = FlowKey::default();
+        let want = snap.lookup(&p, Some(&mut wc)).map(|r| *r.payload());
+        for _ in 0..10 {
+            let r = if rng.gen_bool(0.5) && !rules.is_empty() {
+                let i = rng.gen_range(0..rules.len());
+                key_in_mixed(rng, &rules[i].0)
+            } else {
+                let mut k = FlowKey::default();
+                for w in &mut k.words {
+                    *w = rng.gen();
+                }
+                k
+            };
+            let mut q = FlowKey::default();
+            for w in 0..q.words.len() {
+                q.words[w] = (p.words[w] & wc.words[w]) | (r.words[w] & !wc.words[w]);
+            }
+            assert_eq!(
+                naive.lookup(&q).map(|r| r.payload),
+                want,
+                "{p:?} with consulted bits {wc:?}: {q:?} gets another rule"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_compiled_rule_set_of_many_masks_agrees_with_naive_and_keeps_the_contract() {
+    let mut rng = SmallRng::seed_from_u64(33);
+    let rules = mixed_rules(&mut rng, 300, 12);
+    let mut cls = committed(&rules, &V4_PREFIXES);
+    let mut naive = Naive::new();
+    let mut b = Batch::new();
+    for (i, (m, p)) in rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    naive.commit(&b).unwrap();
+    let n_subtables = cls.snapshot().n_subtables();
+    assert!(n_subtables >= 8, "{n_subtables} subtables");
+    assert!(!cls.is_compiled());
+    assert!(cls.compile(), "a small rule set of many masks compiles");
+    assert!(cls.is_compiled());
+    check_compiled_against(&mut rng, &cls, &naive, &rules);
+    // Batch lookups give what single ones give.
+    let keys: Vec<FlowKey> = (0..100)
+        .map(|i| key_in_mixed(&mut rng, &rules[i * 3 % rules.len()].0))
+        .collect();
+    let snap = cls.snapshot();
+    let mut out = vec![None; keys.len()];
+    let mut wcs = vec![FlowKey::default(); keys.len()];
+    snap.lookup_batch(&keys, &mut out, Some(&mut wcs));
+    for (i, k) in keys.iter().enumerate() {
+        let mut wc = FlowKey::default();
+        let want = snap.lookup(k, Some(&mut wc));
+        assert_eq!(out[i].map(|r| r.seq()), want.map(|r| r.seq()));
+        assert_eq!(wcs[i], wc);
+    }
+    drop(snap);
+    // A change drops the compiled form; the lookups stay right.
+    let (m, p) = rules[7];
+    let mut b = Batch::new();
+    b.remove(m, p);
+    naive.commit(&b).unwrap();
+    cls.commit(b).unwrap();
+    assert!(!cls.is_compiled());
+    check_compiled_against(&mut rng, &cls, &naive, &rules);
+    // Compiled again after the change, and again with nothing changed in between.
+    assert!(cls.compile());
+    assert!(cls.compile());
+    check_compiled_against(&mut rng, &cls, &naive, &rules);
+    cls.insert(m, p, 0, 7).unwrap();
+    assert!(!cls.is_compiled());
+}
+
+#[test]
+fn rule_sets_that_would_not_gain_are_not_compiled() {
+    // One subtable (an exact-match table).
+    let mut rng = SmallRng::seed_from_u64(34);
+    let rules = one_mask_rules(&mut rng, 100, false);
+    let mut cls = committed(&rules, &V4_PREFIXES);
+    assert!(!cls.compile());
+    assert!(!cls.is_compiled());
+    // Empty.
+    let mut empty: Classifier<u64> = Classifier::new();
+    assert!(!empty.compile());
+    // More rules than the limit.
+    let rules = mixed_rules(&mut rng, crate::compiled::COMPILE_MAX_RULES + 1, 6);
+    let mut cls = committed(&rules, &V4_PREFIXES);
+    if cls.len() > crate::compiled::COMPILE_MAX_RULES {
+        assert!(!cls.compile());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Random rules (of the generic generator: many masks, some wide) compiled where they can
+    /// be: the same rules as naive, and the contract.
+    #[test]
+    fn compiled_random_rules_agree_with_naive(seed: u64, n in 1usize..120, prios in 1u32..6) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let rules = rand_rules(&mut rng, n, prios);
+        let mut cls = committed(&rules, &V4_PREFIXES);
+        let mut naive = Naive::new();
+        let mut b = Batch::new();
+        for (i, (m, p)) in rules.iter().enumerate() {
+            b.insert(*m, *p, 0, i as u64);
+        }
+        naive.commit(&b).unwrap();
+        let compiled = cls.compile();
+        prop_assert_eq!(cls.is_compiled(), compiled);
+        check_compiled_against(&mut rng, &cls, &naive, &rules);
+    }
+
+    /// Mixed-mask sets, which compile: the same rules as naive, and the contract.
+    #[test]
+    fn compiled_mixed_rules_agree_with_naive(seed: u64, n in 20usize..300, masks in 4usize..16) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let rules = mixed_rules(&mut rng, n, masks);
+        let mut cls = committed(&rules, &V4_PREFIXES);
+        let mut naive = Naive::new();
+        let mut b = Batch::new();
+        for (i, (m, p)) in rules.iter().enumerate() {
+            b.insert(*m, *p, 0, i as u64);
+        }
+        naive.commit(&b).unwrap();
+        cls.compile();
+        check_compiled_against(&mut rng, &cls, &naive, &rules);
     }
 }

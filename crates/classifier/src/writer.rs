@@ -1324,6 +1324,31 @@ impl<T> Classifier<T> {
             .ok_or(Error::NotFound { priority })
     }
 
+    /// Compiles the rule set into merged tuples for its lookups (see `compiled.rs`: a rule
+    /// set of twenty masks becomes a few hash tables whose buckets list their rules), and
+    /// publishes that: the same rules and the same answers, with the consulted-bits contract
+    /// kept, faster for a small rule set of several masks (the bench's mixed set at 1,000
+    /// rules: hits with tracking about 2.5 times as many a second, with fewer bits consulted).
+    /// The compiled form lasts until the next change: call this when the rule set has settled
+    /// (a daemon, after its tables have been still for a while). Does nothing, and returns
+    /// false, for a rule set of one subtable, of more than 8,192 rules, with masks of more
+    /// than eight words, or whose compiled form would have as many tables as it has
+    /// subtables. Waits, as a commit does, while a reader still holds the spare version.
+    pub fn compile(&mut self) -> bool {
+        self.sync_spare();
+        if !self.spare_mut().compile() {
+            return false;
+        }
+        self.publish();
+        true
+    }
+
+    /// True if lookups in the published version use its compiled form
+    /// ([`Classifier::compile`]).
+    pub fn is_compiled(&self) -> bool {
+        self.shared.load().is_compiled()
+    }
+
     /// Brings the spare version up to date now: the replay of the last commit onto it, which
     /// the next commit would do first. After a bulk load, this takes that work out of the
     /// next change's latency (and lets a benchmark count it). Waits, as a commit does, while a

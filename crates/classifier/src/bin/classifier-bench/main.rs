@@ -347,6 +347,74 @@ fn lookup_points(
     out
 }
 
+/// The same rules compiled ([`Classifier::compile`], small rule sets of several masks only):
+/// single lookups of hits and misses, with tracking off and on, alternated with the
+/// subtables' (`cls`) in one process, medians of the repetitions; the compile's time; and the
+/// bits each consults a lookup on average.
+fn compiled_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) {
+    if cls.snapshot().n_subtables() < 2 || cls.len() > 8192 {
+        return;
+    }
+    let mut cc = load(&w.rules);
+    let t = Instant::now();
+    if !cc.compile() {
+        println!(
+            "compiled set={set:<5} rules={:<7} not compiled (no fewer tables than subtables)",
+            cls.len()
+        );
+        return;
+    }
+    let took = t.elapsed().as_secs_f64();
+    cc.settle();
+    let tables = cc.snapshot().compiled_tables().unwrap_or(0);
+    let (subs, comp) = (cls.reader(), cc.reader());
+    let kinds: &[(&str, &[FlowKey])] = if w.misses.is_empty() {
+        &[("keys", &w.hits)]
+    } else {
+        &[("hit", &w.hits), ("miss", &w.misses)]
+    };
+    for (kind, keys) in kinds {
+        for wc in [false, true] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for _ in 0..args.reps {
+                a.push(lookups(&subs, keys, args.lookups, wc).0);
+                b.push(lookups(&comp, keys, args.lookups, wc).0);
+            }
+            let (a, b) = (median(a), median(b));
+            let bits = |r: &Reader<u64>| {
+                let snap = r.snapshot();
+                let n = keys.len().min(10_000);
+                let total: u64 = keys[..n]
+                    .iter()
+                    .map(|k| {
+                        let mut m = FlowKey::default();
+                        snap.lookup(k, Some(&mut m));
+                        u64::from(m.words.iter().map(|x| x.count_ones()).sum::<u32>())
+                    })
+                    .sum();
+                total as f64 / n.max(1) as f64
+            };
+            let bits_note = if wc {
+                format!(
+                    " consulted bits subtables {:.1} compiled {:.1}",
+                    bits(&subs),
+                    bits(&comp)
+                )
+            } else {
+                String::new()
+            };
+            println!(
+                "compiled set={set:<5} rules={:<7} tables={tables:<2} compile={took:.4}s api=single keys={kind:<4} wc={:<3} subtables {} compiled {} ratio {:.2}x{bits_note}",
+                cls.len(),
+                if wc { "on" } else { "off" },
+                mega(a),
+                mega(b),
+                b / a
+            );
+        }
+    }
+}
+
 /// Loads `rules` as one batch and replays it onto the other version, so that neither is timed
 /// later.
 fn load(rules: &[(openflow::Match, u32)]) -> Classifier<u64> {
@@ -872,6 +940,9 @@ fn main() {
                 );
             }
             let points = lookup_points(&args, set, &w, &cls);
+            if args.apis.contains(&Api::Single) {
+                compiled_points(&args, set, &w, &cls);
+            }
             if first_point.is_empty() {
                 first_point = points.clone();
             } else {

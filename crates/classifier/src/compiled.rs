@@ -1,0 +1,408 @@
+//! A version of a small rule set of several masks compiled into merged tuples
+//! ([`crate::Classifier::compile`]): TupleMerge (Daly, Liu and Torng, IEEE/ACM ToN 2019),
+//! frozen.
+//!
+//! Rules whose masks all contain a coarser mask `T` share one hash table keyed by a key's bits
+//! under `T`. A bucket lists its rules best first, each with its own mask and value, and a
+//! lookup compares them in turn until one matches. A rule set of twenty masks becomes three to
+//! eight such tables: a lookup hashes a few words three to eight times instead of walking the
+//! tries and probing the subtables they leave (about five on a hit of the bench's mixed set).
+//!
+//! **Consulted bits.** For each table visited, `T` (an empty bucket proves that no rule of the
+//! table matches any packet with the same bits under `T`: every rule of the table whose value
+//! agrees with the key under `T` is in the key's bucket); for each rule compared that does not
+//! match, one bit where the key differs from it under its mask; for the rule that matches, its
+//! whole mask. Tables after the one whose best rule no later table can beat are not visited,
+//! as subtables are not. A packet that agrees with the key on those bits reaches the same
+//! buckets, differs from the same rules and matches the same one.
+//!
+//! **Versions.** A compiled form belongs to one version of the rule set and is dropped by any
+//! change to it ([`crate::RuleSet`]'s `apply` and `replay`): lookups then use the subtables
+//! again until the writer compiles the version it publishes next.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use packet::key::{fields, FlowKey, KeyField};
+
+use crate::rule::{Rank, Rule};
+use crate::PrefixField;
+
+/// The most rules a rule set may hold to be compiled: past it, the tables a bucket limit asks
+/// for grow in number and their buckets in length, and misses (which the subtables' tries
+/// explain with a few address bits) cost more than the subtables' (run 33).
+pub(crate) const COMPILE_MAX_RULES: usize = 8192;
+
+/// The most tables a compiled form may have: a miss visits every table, and a hit most of
+/// them. The bench's mixed set (twenty masks, single lookups with tracking, alternated with
+/// the subtables' in one process, run 33): three tables from 500 to 2,000 rules, hits 2.8x to
+/// 1.9x and misses 1.5x the subtables'; seven at 4,096 rules, hits and misses 1.0x; eight at
+/// 8,192, hits 1.4x but misses 0.8x (without tracking 0.5x: the subtables' tries rule a miss
+/// out at once).
+pub(crate) const COMPILED_MAX_TABLES: usize = 4;
+
+/// The most mask words a compiled rule may have (the mixed sets' masks have five).
+const CW: usize = 8;
+
+/// The most rules a bucket may hold.
+const BUCKET_LIMIT: usize = 8;
+
+/// The most fields of a mask whose coarsenings are tried (each kept or dropped): more, and the
+/// mask's table keeps the mask whole.
+const COARSEN_FIELDS: usize = 7;
+
+/// A rule as a bucket lists it: its rank, its mask (by index in its table's list) and its
+/// value words there.
+struct Cand<T> {
+    rank: Rank,
+    mask: u32,
+    vals: [u64; CW],
+    rule: Arc<Rule<T>>,
+}
+
+/// A mask's words: their indices in the key and their bits.
+#[derive(Clone, Copy, Default)]
+struct Words {
+    n: usize,
+    at: [usize; CW],
+    bits: [u64; CW],
+}
+
+/// A bucket: the hash of its bits under the table's mask, and its rules' span in the table's
+/// list.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    hash: u64,
+    start: u32,
+    len: u32,
+}
+
+struct Table<T> {
+    /// The table's mask `T`, by words.
+    words: Box<[(u8, u64)]>,
+    /// The best rank of its rules.
+    max_rank: Rank,
+    /// Open addressing, at most half full; a zero hash is an empty slot.
+    slots: Box<[Slot]>,
+    masks: Box<[Words]>,
+    cands: Box<[Cand<T>]>,
+}
+
+/// See the module documentation.
+pub(crate) struct Compiled<T> {
+    tables: Box<[Table<T>]>,
+}
+
+impl<T> std::fmt::Debug for Compiled<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiled")
+            .field("tables", &self.tables.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[inline]
+fn mix(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+}
+
+/// The position of hash `h` in a table of `mask + 1` slots.
+#[inline]
+#[allow(clippy::cast_possible_truncation)] // The hash's low bits, on purpose.
+fn low_bits(h: u64, mask: usize) -> usize {
+    (h as usize) & mask
+}
+
+/// The hash of `k`'s bits under `words` (never zero).
+#[inline]
+fn hash_under(words: &[(u8, u64)], k: &FlowKey) -> u64 {
+    let mut h = 0x1234_5678;
+    for (i, b) in words {
+        h = mix(h, k.words[usize::from(*i)] & b);
+    }
+    let h = (h ^ (h >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    (h ^ (h >> 29)) | 1
+}
+
+fn words_of(mask: &FlowKey) -> Vec<(u8, u64)> {
+    (0u8..)
+        .zip(mask.words.iter())
+        .filter(|(_, w)| **w != 0)
+        .map(|(i, w)| (i, *w))
+        .collect()
+}
+
+/// True if every bit of `a` is in `b`.
+fn within(a: &FlowKey, b: &FlowKey) -> bool {
+    a.words.iter().zip(b.words.iter()).all(|(x, y)| x & !y == 0)
+}
+
+fn n_bits(k: &FlowKey) -> u32 {
+    k.words.iter().map(|w| w.count_ones()).sum()
+}
+
+/// The coarser masks a table for rules of `mask` may have, fewest bits first: each field of
+/// the mask kept or dropped, and a prefix field (of `prefixes`) also cut to a multiple of 8
+/// bits. Only `mask` itself for a mask of more than [`COARSEN_FIELDS`] fields.
+fn coarsenings(mask: &FlowKey, prefixes: &[PrefixField]) -> Vec<FlowKey> {
+    let present: Vec<KeyField> = fields::ALL
+        .iter()
+        .copied()
+        .filter(|f| mask.get(*f) != 0)
+        .collect();
+    if present.len() > COARSEN_FIELDS {
+        return vec![*mask];
+    }
+    let mut out = vec![FlowKey::default()];
+    for f in present {
+        let m = mask.get(f);
+        let mut opts: Vec<Option<u128>> = vec![None, Some(m)];
+        let width = u32::from(f.width);
+        let full = u128::MAX >> (128 - width);
+        let plen = m.count_ones();
+        if prefixes.iter().any(|p| p.field == f) && m == (full << (width - plen)) & full {
+            for l in (8..plen).step_by(8) {
+                opts.push(Some((full << (width - l)) & full));
+            }
+        }
+        let mut next = Vec::with_capacity(out.len() * opts.len());
+        for base in &out {
+            for o in &opts {
+                let mut k = *base;
+                if let Some(v) = o {
+                    k.set(f, *v);
+                }
+                next.push(k);
+            }
+        }
+        out = next;
+    }
+    out.sort_by_key(n_bits);
+    out
+}
+
+impl<T> Compiled<T> {
+    /// Compiles `rules` (tries on `prefixes`); `None` if a rule's mask has more than
+    /// [`CW`] words.
+    pub(crate) fn build<'a>(
+        rules: impl Iterator<Item = &'a Arc<Rule<T>>>,
+        prefixes: &[PrefixField],
+    ) -> Option<Compiled<T>>
+    where
+        T: 'a,
+    {
+        // Each rule's value as a key, and the rules by mask.
+        let mut all: Vec<(&Arc<Rule<T>>, FlowKey)> = Vec::new();
+        let mut by_mask: HashMap<usize, (FlowKey, Vec<usize>)> = HashMap::new();
+        for r in rules {
+            if r.mask.idx.len() > CW {
+                return None;
+            }
+            let m = r.match_();
+            by_mask
+                .entry(Arc::as_ptr(&r.mask) as usize)
+                .or_insert_with(|| (*m.mask(), Vec::new()))
+                .1
+                .push(all.len());
+            all.push((r, *m.value()));
+        }
+        let mut masks: Vec<(FlowKey, Vec<usize>)> = by_mask.into_values().collect();
+        // The masks with most rules choose their tables first; ties by the mask, so that a
+        // rule set compiles the same way every time.
+        masks.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.words.cmp(&b.0.words)));
+        let mut tabs: Vec<(FlowKey, HashMap<u64, Vec<usize>>)> = Vec::new();
+        for (mask, idxs) in &masks {
+            let fits = |t: &FlowKey, b: &HashMap<u64, Vec<usize>>| {
+                let w = words_of(t);
+                let mut add: HashMap<u64, usize> = HashMap::new();
+                for i in idxs {
+                    *add.entry(hash_under(&w, &all[*i].1)).or_default() += 1;
+                }
+                add.iter()
+                    .all(|(h, n)| b.get(h).map_or(0, Vec::len) + n <= BUCKET_LIMIT)
+            };
+            let at = match tabs.iter().position(|(t, b)| within(t, mask) && fits(t, b)) {
+                Some(at) => at,
+                None => {
+                    let t = coarsenings(mask, prefixes)
+                        .into_iter()
+                        .find(|t| fits(t, &HashMap::new()))
+                        .unwrap_or(*mask);
+                    tabs.push((t, HashMap::new()));
+                    tabs.len() - 1
+                }
+            };
+            let w = words_of(&tabs[at].0);
+            for i in idxs {
+                let h = hash_under(&w, &all[*i].1);
+                tabs[at].1.entry(h).or_default().push(*i);
+            }
+        }
+        let mut tables: Vec<Table<T>> = tabs
+            .into_iter()
+            .map(|(t, buckets)| Self::table(&t, buckets, &all))
+            .collect();
+        tables.sort_by_key(|t| std::cmp::Reverse(t.max_rank));
+        Some(Compiled {
+            tables: tables.into_boxed_slice(),
+        })
+    }
+
+    /// A table of mask `t` with `buckets` (hash, rule positions in `all`).
+    fn table(
+        t: &FlowKey,
+        buckets: HashMap<u64, Vec<usize>>,
+        all: &[(&Arc<Rule<T>>, FlowKey)],
+    ) -> Table<T> {
+        let n = (buckets.len() * 2).next_power_of_two().max(8);
+        let mut slots = vec![Slot::default(); n];
+        let mut cands: Vec<Cand<T>> = Vec::new();
+        let mut masks: Vec<Words> = Vec::new();
+        let mut mask_ids: HashMap<usize, u32> = HashMap::new();
+        let mut max_rank = 0;
+        let mut buckets: Vec<(u64, Vec<usize>)> = buckets.into_iter().collect();
+        buckets.sort_unstable_by_key(|(h, _)| *h);
+        for (h, mut v) in buckets {
+            v.sort_by(|a, b| all[*b].0.rank.cmp(&all[*a].0.rank));
+            let mut p = low_bits(h, n - 1);
+            while slots[p].hash != 0 {
+                p = (p + 1) & (n - 1);
+            }
+            slots[p] = Slot {
+                hash: h,
+                start: u32::try_from(cands.len()).expect("fewer than 4G rules"),
+                len: u32::try_from(v.len()).expect("fewer than 4G rules"),
+            };
+            for i in v {
+                let (r, value) = &all[i];
+                let mid = *mask_ids
+                    .entry(Arc::as_ptr(&r.mask) as usize)
+                    .or_insert_with(|| {
+                        let mut w = Words::default();
+                        for (j, (at, bits)) in r.mask.idx.iter().zip(r.mask.bits.iter()).enumerate()
+                        {
+                            w.at[j] = usize::from(*at);
+                            w.bits[j] = *bits;
+                            w.n += 1;
+                        }
+                        masks.push(w);
+                        u32::try_from(masks.len() - 1).expect("fewer than 4G masks")
+                    });
+                let w = &masks[mid as usize];
+                let mut vals = [0u64; CW];
+                for ((v, at), bits) in vals.iter_mut().zip(&w.at).zip(&w.bits).take(w.n) {
+                    *v = value.words[*at] & bits;
+                }
+                max_rank = max_rank.max(r.rank);
+                cands.push(Cand {
+                    rank: r.rank,
+                    mask: mid,
+                    vals,
+                    rule: Arc::clone(r),
+                });
+            }
+        }
+        Table {
+            words: words_of(t).into_boxed_slice(),
+            max_rank,
+            slots: slots.into_boxed_slice(),
+            masks: masks.into_boxed_slice(),
+            cands: cands.into_boxed_slice(),
+        }
+    }
+
+    /// Number of tables.
+    pub(crate) fn n_tables(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// Heap bytes (the rules themselves not counted).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.tables
+            .iter()
+            .map(|t| {
+                t.slots.len() * std::mem::size_of::<Slot>()
+                    + t.cands.len() * std::mem::size_of::<Cand<T>>()
+                    + t.masks.len() * std::mem::size_of::<Words>()
+                    + t.words.len() * 9
+            })
+            .sum::<usize>()
+            + self.tables.len() * std::mem::size_of::<Table<T>>()
+    }
+
+    /// The best rule `key` matches; with `wc`, the bits it consulted ORed in (see the module
+    /// documentation).
+    #[inline]
+    pub(crate) fn lookup(
+        &self,
+        key: &FlowKey,
+        mut wc: Option<&mut FlowKey>,
+    ) -> Option<&Arc<Rule<T>>> {
+        let mut best: Option<&Cand<T>> = None;
+        for t in self.tables.iter() {
+            if best.is_some_and(|b| t.max_rank < b.rank) {
+                break;
+            }
+            if let Some(wc) = wc.as_deref_mut() {
+                for (i, b) in t.words.iter() {
+                    wc.words[usize::from(*i)] |= b;
+                }
+            }
+            let Some(cands) = t.bucket(hash_under(&t.words, key)) else {
+                continue;
+            };
+            for c in cands {
+                if best.is_some_and(|b| c.rank < b.rank) {
+                    break;
+                }
+                let w = &t.masks[c.mask as usize];
+                let mut diff = None;
+                for j in 0..w.n {
+                    let d = (key.words[w.at[j]] & w.bits[j]) ^ c.vals[j];
+                    if d != 0 {
+                        diff = Some((w.at[j], d & d.wrapping_neg()));
+                        break;
+                    }
+                }
+                match diff {
+                    Some((i, bit)) => {
+                        if let Some(wc) = wc.as_deref_mut() {
+                            wc.words[i] |= bit;
+                        }
+                    }
+                    None => {
+                        if let Some(wc) = wc.as_deref_mut() {
+                            for j in 0..w.n {
+                                wc.words[w.at[j]] |= w.bits[j];
+                            }
+                        }
+                        best = Some(c);
+                        break;
+                    }
+                }
+            }
+        }
+        best.map(|c| &c.rule)
+    }
+}
+
+impl<T> Table<T> {
+    /// The rules of the bucket whose hash is `h`, if there is one.
+    #[inline]
+    fn bucket(&self, h: u64) -> Option<&[Cand<T>]> {
+        let m = self.slots.len() - 1;
+        let mut p = low_bits(h, m);
+        loop {
+            let s = self.slots.get(p)?;
+            if s.hash == h {
+                return self
+                    .cands
+                    .get(s.start as usize..s.start as usize + s.len as usize);
+            }
+            if s.hash == 0 {
+                return None;
+            }
+            p = (p + 1) & m;
+        }
+    }
+}
