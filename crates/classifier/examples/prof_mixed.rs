@@ -1,5 +1,5 @@
-//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs|exact] [commit]`; `ovs`:
-//! OVS's benchmark set, `exact`: the exact 5-tuple set; `commit`: N single commits
+//! Scratch: mixed-mask single lookups (`N LOOKUPS [miss] [nowc] [ovs|exact] [commit] [compiled]`;
+//! `ovs`: OVS's benchmark set, `exact`: the exact 5-tuple set; `commit`: N single commits
 //! instead), for callgrind and A/B runs.
 #![allow(missing_docs)]
 #[path = "../src/bin/classifier-bench/gen.rs"]
@@ -33,7 +33,10 @@ fn main() {
         println!("{n} rules: {:.2}M single commits/s", n as f64 / el / 1e6);
         return;
     }
-    let c = gen::load(&w);
+    let mut c = gen::load(&w);
+    if flags.iter().any(|f| f == "compiled") {
+        println!("compiled: {}", c.compile());
+    }
     let r = c.reader();
     let snap = r.snapshot();
     let keys = if miss { &w.misses } else { &w.hits };

@@ -522,7 +522,7 @@ impl<T> RuleSet<T> {
         }
     }
 
-    /// True if lookups use a compiled form of this version ([`RuleSet::compile`]).
+    /// True if lookups use a compiled form of this version ([`crate::Classifier::compile`]).
     pub fn is_compiled(&self) -> bool {
         self.compiled.is_some()
     }

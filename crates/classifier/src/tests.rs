@@ -211,6 +211,24 @@ fn committed(rules: &[(Match, u32)], prefixes: &[KeyField]) -> Classifier<u64> {
     cls
 }
 
+/// A key of random bits, any at all.
+fn any_bits(rng: &mut SmallRng) -> FlowKey {
+    let mut k = FlowKey::default();
+    for w in &mut k.words {
+        *w = rng.gen();
+    }
+    k
+}
+
+/// The key that agrees with `p` on the bits of `wc` and with `r` elsewhere.
+fn agreeing(p: &FlowKey, wc: &FlowKey, r: &FlowKey) -> FlowKey {
+    let mut q = FlowKey::default();
+    for w in 0..q.words.len() {
+        q.words[w] = (p.words[w] & wc.words[w]) | (r.words[w] & !wc.words[w]);
+    }
+    q
+}
+
 /// Checks the consulted-bits contract on random packets.
 fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -234,16 +252,9 @@ fn check_wildcards(seed: u64, n_rules: usize, prefixes: &[KeyField]) {
             let r = if rng.gen_bool(0.5) {
                 rand_packet(&mut rng)
             } else {
-                let mut k = FlowKey::default();
-                for w in &mut k.words {
-                    *w = rng.gen();
-                }
-                k
+                any_bits(&mut rng)
             };
-            let mut q = FlowKey::default();
-            for w in 0..q.words.len() {
-                q.words[w] = (p.words[w] & wc.words[w]) | (r.words[w] & !wc.words[w]);
-            }
+            let q = agreeing(&p, &wc, &r);
             let got = snap.lookup(&q, None).map(|r| r.seq());
             assert_eq!(
                 got, want,
@@ -2175,6 +2186,18 @@ fn key_in_mixed(rng: &mut SmallRng, m: &Match) -> FlowKey {
     k
 }
 
+/// A classifier with tries on `nw_dst` and `nw_src` holding `rules` (rule `i` with payload
+/// `i`), and the naive reference holding them too.
+fn committed_with_naive(rules: &[(Match, u32)]) -> (Classifier<u64>, Naive<u64>) {
+    let mut naive = Naive::new();
+    let mut b = Batch::new();
+    for (i, (m, p)) in rules.iter().enumerate() {
+        b.insert(*m, *p, 0, i as u64);
+    }
+    naive.commit(&b).unwrap();
+    (committed(rules, &V4_PREFIXES), naive)
+}
+
 /// Checks a compiled rule set of `rules` against `naive` on keys near them and on random
 /// ones, with the consulted-bits contract: the rule of every key, and of keys that agree with
 /// it on the bits its lookup consulted.
@@ -2200,16 +2223,9 @@ fn check_compiled_against(
                 let i = rng.gen_range(0..rules.len());
                 key_in_mixed(rng, &rules[i].0)
             } else {
-                let mut k = FlowKey::default();
-                for w in &mut k.words {
-                    *w = rng.gen();
-                }
-                k
+                any_bits(rng)
             };
-            let mut q = FlowKey::default();
-            for w in 0..q.words.len() {
-                q.words[w] = (p.words[w] & wc.words[w]) | (r.words[w] & !wc.words[w]);
-            }
+            let q = agreeing(&p, &wc, &r);
             assert_eq!(
                 naive.lookup(&q).map(|r| r.payload),
                 want,
@@ -2223,13 +2239,7 @@ fn check_compiled_against(
 fn a_compiled_rule_set_of_many_masks_agrees_with_naive_and_keeps_the_contract() {
     let mut rng = SmallRng::seed_from_u64(33);
     let rules = mixed_rules(&mut rng, 300, 12);
-    let mut cls = committed(&rules, &V4_PREFIXES);
-    let mut naive = Naive::new();
-    let mut b = Batch::new();
-    for (i, (m, p)) in rules.iter().enumerate() {
-        b.insert(*m, *p, 0, i as u64);
-    }
-    naive.commit(&b).unwrap();
+    let (mut cls, mut naive) = committed_with_naive(&rules);
     let n_subtables = cls.snapshot().n_subtables();
     assert!(n_subtables >= 8, "{n_subtables} subtables");
     assert!(!cls.is_compiled());
@@ -2295,13 +2305,7 @@ proptest! {
     fn compiled_random_rules_agree_with_naive(seed: u64, n in 1usize..120, prios in 1u32..6) {
         let mut rng = SmallRng::seed_from_u64(seed);
         let rules = rand_rules(&mut rng, n, prios);
-        let mut cls = committed(&rules, &V4_PREFIXES);
-        let mut naive = Naive::new();
-        let mut b = Batch::new();
-        for (i, (m, p)) in rules.iter().enumerate() {
-            b.insert(*m, *p, 0, i as u64);
-        }
-        naive.commit(&b).unwrap();
+        let (mut cls, naive) = committed_with_naive(&rules);
         let compiled = cls.compile();
         prop_assert_eq!(cls.is_compiled(), compiled);
         check_compiled_against(&mut rng, &cls, &naive, &rules);
@@ -2312,13 +2316,7 @@ proptest! {
     fn compiled_mixed_rules_agree_with_naive(seed: u64, n in 20usize..300, masks in 4usize..16) {
         let mut rng = SmallRng::seed_from_u64(seed);
         let rules = mixed_rules(&mut rng, n, masks);
-        let mut cls = committed(&rules, &V4_PREFIXES);
-        let mut naive = Naive::new();
-        let mut b = Batch::new();
-        for (i, (m, p)) in rules.iter().enumerate() {
-            b.insert(*m, *p, 0, i as u64);
-        }
-        naive.commit(&b).unwrap();
+        let (mut cls, naive) = committed_with_naive(&rules);
         cls.compile();
         check_compiled_against(&mut rng, &cls, &naive, &rules);
     }

@@ -1328,7 +1328,7 @@ impl<T> Classifier<T> {
     /// set of twenty masks becomes a few hash tables whose buckets list their rules), and
     /// publishes that: the same rules and the same answers, with the consulted-bits contract
     /// kept, faster for a small rule set of several masks (the bench's mixed set at 1,000
-    /// rules: hits with tracking about 2.5 times as many a second, with fewer bits consulted).
+    /// rules: hits with tracking 2.6 times as many a second, with fewer bits consulted).
     /// The compiled form lasts until the next change: call this when the rule set has settled
     /// (a daemon, after its tables have been still for a while). Does nothing, and returns
     /// false, for a rule set of one subtable, of more than 8,192 rules, with masks of more

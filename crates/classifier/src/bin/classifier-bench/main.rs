@@ -359,7 +359,7 @@ fn compiled_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) 
     let t = Instant::now();
     if !cc.compile() {
         println!(
-            "compiled set={set:<5} rules={:<7} not compiled (no fewer tables than subtables)",
+            "compiled set={set:<5} rules={:<7} not compiled (more than four tables, or no fewer than its subtables)",
             cls.len()
         );
         return;
