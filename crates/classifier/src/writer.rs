@@ -921,11 +921,7 @@ impl<T> Classifier<T> {
     /// Publishes the spare, to which a batch was applied; the version readers leave becomes
     /// the spare.
     fn publish(&mut self) {
-        let stand_in = self
-            .stand_in
-            .take()
-            .expect("a stand-in between publications");
-        let mut taken = std::mem::replace(&mut self.spare, stand_in);
+        let mut taken = self.take_spare_now();
         let spare = Arc::get_mut(&mut taken).expect("spare is synced and unshared");
         self.finish_spare(spare);
         self.put_published(taken);
@@ -1331,9 +1327,10 @@ impl<T> Classifier<T> {
     /// rules: hits with tracking 2.6 times as many a second, with fewer bits consulted).
     /// The compiled form lasts until the next change: call this when the rule set has settled
     /// (a daemon, after its tables have been still for a while). Does nothing, and returns
-    /// false, for a rule set of one subtable, of more than 8,192 rules, with masks of more
-    /// than eight words, or whose compiled form would have as many tables as it has
-    /// subtables. Waits, as a commit does, while a reader still holds the spare version.
+    /// false, for a rule set of one subtable, of more than [`crate::COMPILE_MAX_RULES`]
+    /// rules, with masks of more than six words, or whose compiled form would have as many
+    /// tables as it has subtables or more than [`crate::COMPILED_MAX_TABLES`]. Waits, as a
+    /// commit does, while a reader still holds the spare version.
     pub fn compile(&mut self) -> bool {
         self.sync_spare();
         if !self.spare_mut().compile() {

@@ -230,6 +230,11 @@ impl FlowKey {
         k
     }
 
+    /// The number of bits set (in a consulted-bits key: how many bits a lookup consulted).
+    pub fn count_ones(&self) -> u32 {
+        self.words.iter().map(|w| w.count_ones()).sum()
+    }
+
     /// True if no bit is set.
     pub fn is_zero(&self) -> bool {
         self.words.iter().all(|w| *w == 0)

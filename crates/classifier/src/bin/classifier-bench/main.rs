@@ -352,15 +352,17 @@ fn lookup_points(
 /// subtables' (`cls`) in one process, medians of the repetitions; the compile's time; and the
 /// bits each consults a lookup on average.
 fn compiled_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) {
-    if cls.snapshot().n_subtables() < 2 || cls.len() > 8192 {
+    // A large table is not loaded twice only to be refused.
+    if cls.snapshot().n_subtables() < 2 || cls.len() > classifier::COMPILE_MAX_RULES {
         return;
     }
     let mut cc = load(&w.rules);
     let t = Instant::now();
     if !cc.compile() {
         println!(
-            "compiled set={set:<5} rules={:<7} not compiled (more than four tables, or no fewer than its subtables)",
-            cls.len()
+            "compiled set={set:<5} rules={:<7} not compiled (more than {} tables, or no fewer than its subtables)",
+            cls.len(),
+            classifier::COMPILED_MAX_TABLES
         );
         return;
     }
@@ -389,7 +391,7 @@ fn compiled_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) 
                     .map(|k| {
                         let mut m = FlowKey::default();
                         snap.lookup(k, Some(&mut m));
-                        u64::from(m.words.iter().map(|x| x.count_ones()).sum::<u32>())
+                        u64::from(m.count_ones())
                     })
                     .sum();
                 total as f64 / n.max(1) as f64
