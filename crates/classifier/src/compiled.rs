@@ -53,7 +53,7 @@ const BUCKET_LIMIT: usize = 8;
 const COARSEN_FIELDS: usize = 7;
 
 /// A rule as a bucket lists it: its rank, its mask (by index in its table's list) and its
-/// value words there.
+/// value at its table's words ([`Table::at`]; zero where its mask has no bits).
 struct Cand<T> {
     rank: Rank,
     mask: u32,
@@ -61,13 +61,8 @@ struct Cand<T> {
     rule: Arc<Rule<T>>,
 }
 
-/// A mask's words: their indices in the key and their bits.
-#[derive(Clone, Copy, Default)]
-struct Words {
-    n: usize,
-    at: [usize; CW],
-    bits: [u64; CW],
-}
+/// A mask's bits at its table's words ([`Table::at`]).
+type Bits = [u64; CW];
 
 /// A bucket: the hash of its bits under the table's mask, and its rules' span in the table's
 /// list.
@@ -83,9 +78,16 @@ struct Table<T> {
     words: Box<[(u8, u64)]>,
     /// The best rank of its rules.
     max_rank: Rank,
+    /// The key words its rules' masks use (at most [`CW`]; the rest word 0, with no bits in
+    /// any mask), those the table's mask does not cover whole first: a rule of the key's
+    /// bucket agrees with the key on the table's bits (but for a hash collision), so a rule
+    /// that does not match mostly differs in the others.
+    at: [usize; CW],
+    /// How many of `at` are used.
+    n_at: usize,
     /// Open addressing, at most half full; a zero hash is an empty slot.
     slots: Box<[Slot]>,
-    masks: Box<[Words]>,
+    masks: Box<[Bits]>,
     cands: Box<[Cand<T>]>,
 }
 
@@ -240,23 +242,43 @@ impl<T> Compiled<T> {
         let mut tables: Vec<Table<T>> = tabs
             .into_iter()
             .map(|(t, buckets)| Self::table(&t, buckets, &all))
-            .collect();
+            .collect::<Option<_>>()?;
         tables.sort_by_key(|t| std::cmp::Reverse(t.max_rank));
         Some(Compiled {
             tables: tables.into_boxed_slice(),
         })
     }
 
-    /// A table of mask `t` with `buckets` (hash, rule positions in `all`).
+    /// A table of mask `t` with `buckets` (hash, rule positions in `all`); `None` if its
+    /// rules' masks use more than [`CW`] key words between them.
     fn table(
         t: &FlowKey,
         buckets: HashMap<u64, Vec<usize>>,
         all: &[(&Arc<Rule<T>>, FlowKey)],
-    ) -> Table<T> {
+    ) -> Option<Table<T>> {
+        // The words the rules use, uncovered by `t` first.
+        let mut used: Vec<usize> = buckets
+            .values()
+            .flatten()
+            .flat_map(|i| all[*i].0.mask.idx.iter().map(|w| usize::from(*w)))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        used.sort_by_key(|w| {
+            buckets
+                .values()
+                .flatten()
+                .all(|i| all[*i].0.mask.key.words[*w] & !t.words[*w] == 0)
+        });
+        if used.len() > CW {
+            return None;
+        }
+        let mut at = [0usize; CW];
+        at[..used.len()].copy_from_slice(&used);
         let n = (buckets.len() * 2).next_power_of_two().max(8);
         let mut slots = vec![Slot::default(); n];
         let mut cands: Vec<Cand<T>> = Vec::new();
-        let mut masks: Vec<Words> = Vec::new();
+        let mut masks: Vec<Bits> = Vec::new();
         let mut mask_ids: HashMap<usize, u32> = HashMap::new();
         let mut max_rank = 0;
         let mut buckets: Vec<(u64, Vec<usize>)> = buckets.into_iter().collect();
@@ -277,20 +299,17 @@ impl<T> Compiled<T> {
                 let mid = *mask_ids
                     .entry(Arc::as_ptr(&r.mask) as usize)
                     .or_insert_with(|| {
-                        let mut w = Words::default();
-                        for (j, (at, bits)) in r.mask.idx.iter().zip(r.mask.bits.iter()).enumerate()
-                        {
-                            w.at[j] = usize::from(*at);
-                            w.bits[j] = *bits;
-                            w.n += 1;
+                        let mut bits = [0u64; CW];
+                        for (b, w) in bits.iter_mut().zip(&used) {
+                            *b = r.mask.key.words[*w];
                         }
-                        masks.push(w);
+                        masks.push(bits);
                         u32::try_from(masks.len() - 1).expect("fewer than 4G masks")
                     });
-                let w = &masks[mid as usize];
+                let bits = &masks[mid as usize];
                 let mut vals = [0u64; CW];
-                for ((v, at), bits) in vals.iter_mut().zip(&w.at).zip(&w.bits).take(w.n) {
-                    *v = value.words[*at] & bits;
+                for ((v, w), b) in vals.iter_mut().zip(&used).zip(bits) {
+                    *v = value.words[*w] & b;
                 }
                 max_rank = max_rank.max(r.rank);
                 cands.push(Cand {
@@ -301,13 +320,15 @@ impl<T> Compiled<T> {
                 });
             }
         }
-        Table {
+        Some(Table {
             words: words_of(t).into_boxed_slice(),
             max_rank,
+            at,
+            n_at: used.len(),
             slots: slots.into_boxed_slice(),
             masks: masks.into_boxed_slice(),
             cands: cands.into_boxed_slice(),
-        }
+        })
     }
 
     /// Number of tables.
@@ -322,7 +343,7 @@ impl<T> Compiled<T> {
             .map(|t| {
                 t.slots.len() * std::mem::size_of::<Slot>()
                     + t.cands.len() * std::mem::size_of::<Cand<T>>()
-                    + t.masks.len() * std::mem::size_of::<Words>()
+                    + t.masks.len() * std::mem::size_of::<Bits>()
                     + t.words.len() * 9
             })
             .sum::<usize>()
@@ -369,24 +390,29 @@ impl<T> Compiled<T> {
             let Some(cands) = t.bucket(h) else {
                 continue;
             };
+            // The key's words the table's rules use, read once for all of them.
+            let mut kw = [0u64; CW];
+            for (k, w) in kw.iter_mut().zip(&t.at) {
+                *k = key.words[*w];
+            }
             for c in cands {
                 if c.rank < best_rank {
                     break;
                 }
-                let w = &t.masks[c.mask as usize];
+                let bits = &t.masks[c.mask as usize];
                 let mut diff = None;
-                for j in 0..w.n {
-                    let d = (key.words[w.at[j]] & w.bits[j]) ^ c.vals[j];
+                for j in 0..t.n_at {
+                    let d = (kw[j] & bits[j]) ^ c.vals[j];
                     if d != 0 {
-                        diff = Some((w.at[j], d & d.wrapping_neg()));
+                        diff = Some((t.at[j], d & d.wrapping_neg()));
                         break;
                     }
                 }
                 match diff {
                     Some((i, bit)) => wc.or(i, bit),
                     None => {
-                        for j in 0..w.n {
-                            wc.or(w.at[j], w.bits[j]);
+                        for j in 0..t.n_at {
+                            wc.or(t.at[j], bits[j]);
                         }
                         best = Some(c);
                         best_rank = c.rank;
