@@ -41,6 +41,41 @@ pub const COMPILE_MAX_RULES: usize = 8192;
 /// out at once).
 pub const COMPILED_MAX_TABLES: usize = 4;
 
+/// Why [`crate::Classifier::try_compile`] left a rule set as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Uncompiled {
+    /// One subtable (or none): its lookup is one probe already.
+    #[error("one subtable or none: nothing to merge")]
+    OneSubtable,
+    /// More rules than [`COMPILE_MAX_RULES`].
+    #[error("more than {COMPILE_MAX_RULES} rules")]
+    TooManyRules,
+    /// A mask of more words than a compiled rule holds, or a table whose rules' masks use
+    /// more key words between them.
+    #[error("masks of more key words than a compiled table holds")]
+    WideMasks,
+    /// The compiled form would have as many tables as there are subtables, or more than
+    /// [`COMPILED_MAX_TABLES`].
+    #[error(
+        "{tables} tables (at most {COMPILED_MAX_TABLES}, and fewer than its {subtables} subtables)"
+    )]
+    NoGain {
+        /// Tables of the compiled form.
+        tables: usize,
+        /// Subtables of the rule set.
+        subtables: usize,
+    },
+    /// Its lookups would consult more bits than the subtables' on the sample of keys: wider
+    /// megaflows would cost a datapath more than the faster lookups save.
+    #[error("it would consult {compiled} bits where the subtables consult {subtables} on a sample of keys")]
+    MoreBits {
+        /// Bits the compiled form consulted, over the sample.
+        compiled: u64,
+        /// Bits the subtables consulted, over the sample.
+        subtables: u64,
+    },
+}
+
 /// The most mask words a compiled rule may have (the mixed sets' masks have five; six rather
 /// than eight: a bucket's rule in 80 bytes, not 96, 1 to 2% more hits a second).
 const CW: usize = 6;
@@ -210,24 +245,29 @@ impl<T> Compiled<T> {
         masks.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.words.cmp(&b.0.words)));
         let mut tabs: Vec<(FlowKey, HashMap<u64, Vec<usize>>)> = Vec::new();
         for (mask, idxs) in &masks {
-            let fits = |t: &FlowKey, b: &HashMap<u64, Vec<usize>>| {
+            let fits = |t: &FlowKey, b: &HashMap<u64, Vec<usize>>, limit: usize| {
                 let w = words_of(t);
                 let mut add: HashMap<u64, usize> = HashMap::new();
                 for i in idxs {
                     *add.entry(hash_under(&w, &all[*i].1)).or_default() += 1;
                 }
                 add.iter()
-                    .all(|(h, n)| b.get(h).map_or(0, Vec::len) + n <= BUCKET_LIMIT)
+                    .all(|(h, n)| b.get(h).map_or(0, Vec::len) + n <= limit)
             };
             let at = match tabs
                 .iter()
-                .position(|(t, b)| t.is_subset_of(mask) && fits(t, b))
+                .position(|(t, b)| t.is_subset_of(mask) && fits(t, b, BUCKET_LIMIT))
             {
                 Some(at) => at,
                 None => {
-                    let t = coarsenings(mask, prefixes)
-                        .into_iter()
-                        .find(|t| fits(t, &HashMap::new()))
+                    // The coarsest mask under which this mask's rules fill no bucket past
+                    // half, so that later masks find room there; else past half.
+                    let cs = coarsenings(mask, prefixes);
+                    let empty = HashMap::new();
+                    let t = [BUCKET_LIMIT / 2, BUCKET_LIMIT]
+                        .iter()
+                        .find_map(|l| cs.iter().find(|t| fits(t, &empty, *l)))
+                        .copied()
                         .unwrap_or(*mask);
                     tabs.push((t, HashMap::new()));
                     tabs.len() - 1
@@ -411,8 +451,8 @@ impl<T> Compiled<T> {
                 match diff {
                     Some((i, bit)) => wc.or(i, bit),
                     None => {
-                        for j in 0..t.n_at {
-                            wc.or(t.at[j], bits[j]);
+                        for (at, b) in t.at.iter().zip(bits).take(t.n_at) {
+                            wc.or(*at, *b);
                         }
                         best = Some(c);
                         best_rank = c.rank;

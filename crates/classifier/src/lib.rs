@@ -206,7 +206,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use compiled::{COMPILED_MAX_TABLES, COMPILE_MAX_RULES};
+pub use compiled::{Uncompiled, COMPILED_MAX_TABLES, COMPILE_MAX_RULES};
 use packet::key::{FlowKey, KeyField};
 pub use rule::{Rule, RuleStats, MAX_PREFIXES};
 pub use ruleset::{RuleSet, BATCH};

@@ -11,7 +11,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::naive::Naive;
-use crate::{Batch, Classifier, Error, Op};
+use crate::{Batch, Classifier, Error, Op, Uncompiled};
 
 const V4_BASES: [u32; 6] = [
     0x0a00_0000,
@@ -2283,17 +2283,58 @@ fn rule_sets_that_would_not_gain_are_not_compiled() {
     let mut rng = SmallRng::seed_from_u64(34);
     let rules = one_mask_rules(&mut rng, 100, false);
     let mut cls = committed(&rules, &V4_PREFIXES);
-    assert!(!cls.compile());
+    assert_eq!(cls.try_compile(), Err(Uncompiled::OneSubtable));
     assert!(!cls.is_compiled());
     // Empty.
     let mut empty: Classifier<u64> = Classifier::new();
-    assert!(!empty.compile());
+    assert_eq!(empty.try_compile(), Err(Uncompiled::OneSubtable));
     // More rules than the limit.
-    let rules = mixed_rules(&mut rng, crate::compiled::COMPILE_MAX_RULES + 1, 6);
+    let mut rules: Vec<(Match, u32)> = (0..=u32::try_from(crate::compiled::COMPILE_MAX_RULES)
+        .expect("small"))
+        .map(|i| {
+            let mut m = Match::catch_all();
+            m.set_exact(fields::DL_TYPE, 0x0800);
+            m.set_exact(fields::NW_SRC, u128::from(0x0a00_0000 | i));
+            (m, 5)
+        })
+        .collect();
+    let mut ip = Match::catch_all();
+    ip.set_exact(fields::DL_TYPE, 0x0800);
+    rules.push((ip, 1));
     let mut cls = committed(&rules, &V4_PREFIXES);
-    if cls.len() > crate::compiled::COMPILE_MAX_RULES {
-        assert!(!cls.compile());
+    assert_eq!(cls.snapshot().n_subtables(), 2);
+    assert!(cls.len() > crate::compiled::COMPILE_MAX_RULES);
+    assert_eq!(cls.try_compile(), Err(Uncompiled::TooManyRules));
+    assert!(!cls.is_compiled());
+}
+
+#[test]
+fn a_compiled_form_that_would_consult_more_bits_is_not_taken() {
+    // Mixed sets of a few masks: most compile; some would consult more bits than their
+    // subtables on the sample, and stay as they are.
+    let (mut taken, mut refused) = (0, 0);
+    for (seed, i) in (0..120u64).zip(0usize..) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let rules = mixed_rules(&mut rng, 20 + (i * 13) % 200, 4 + i % 8);
+        let (mut cls, naive) = committed_with_naive(&rules);
+        match cls.try_compile() {
+            Ok(_) => taken += 1,
+            Err(Uncompiled::MoreBits {
+                compiled,
+                subtables,
+            }) => {
+                assert!(compiled > subtables, "{compiled} > {subtables}");
+                assert!(!cls.is_compiled());
+                check_compiled_against(&mut rng, &cls, &naive, &rules);
+                refused += 1;
+            }
+            Err(_) => {}
+        }
     }
+    assert!(
+        taken > 60 && refused > 0,
+        "{taken} compiled, {refused} refused"
+    );
 }
 
 proptest! {

@@ -23,7 +23,7 @@ use crate::rule::{
 use crate::ruleset::{prefix_of, Log, Prim, RuleSet, TOUCH_GROUP};
 use crate::subtable::WriteHashes;
 use crate::trie::Trie;
-use crate::{Error, PrefixField};
+use crate::{Error, PrefixField, Uncompiled};
 
 /// One change in a [`Batch`].
 #[derive(Debug, Clone)]
@@ -1324,20 +1324,24 @@ impl<T> Classifier<T> {
     /// set of twenty masks becomes a few hash tables whose buckets list their rules), and
     /// publishes that: the same rules and the same answers, with the consulted-bits contract
     /// kept, faster for a small rule set of several masks (the bench's mixed set at 1,000
-    /// rules: hits with tracking 2.6 times as many a second, with fewer bits consulted).
+    /// rules: hits with tracking 2.8 times as many a second, with fewer bits consulted).
     /// The compiled form lasts until the next change: call this when the rule set has settled
-    /// (a daemon, after its tables have been still for a while). Does nothing, and returns
-    /// false, for a rule set of one subtable, of more than [`crate::COMPILE_MAX_RULES`]
-    /// rules, with masks of more than six words, or whose compiled form would have as many
-    /// tables as it has subtables or more than [`crate::COMPILED_MAX_TABLES`]. Waits, as a
-    /// commit does, while a reader still holds the spare version.
-    pub fn compile(&mut self) -> bool {
+    /// (a daemon, after its tables have been still for a while). Returns the compiled form's
+    /// number of tables; or, leaving the rule set as it was, why not ([`Uncompiled`]): one
+    /// subtable, more than [`crate::COMPILE_MAX_RULES`] rules, masks too wide, a compiled
+    /// form of as many tables as subtables or more than [`crate::COMPILED_MAX_TABLES`], or one
+    /// that consults more bits than the subtables on a sample of keys (wider megaflows). Waits,
+    /// as a commit does, while a reader still holds the spare version.
+    pub fn try_compile(&mut self) -> Result<usize, Uncompiled> {
         self.sync_spare();
-        if !self.spare_mut().compile() {
-            return false;
-        }
+        let tables = self.spare_mut().compile()?;
         self.publish();
-        true
+        Ok(tables)
+    }
+
+    /// [`Classifier::try_compile`], reporting only whether it compiled.
+    pub fn compile(&mut self) -> bool {
+        self.try_compile().is_ok()
     }
 
     /// True if lookups in the published version use its compiled form

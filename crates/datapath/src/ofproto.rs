@@ -263,6 +263,15 @@ impl OfDatapath {
             .settle(bridge)
     }
 
+    /// [`Switch::compile_tables`] on `bridge`: lookups give the same rules, so the
+    /// megaflows stay valid and nothing is revalidated. Returns the tables compiled.
+    pub fn compile_tables(&self, bridge: &str) -> Result<Vec<u8>, SwitchError> {
+        self.switch
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .compile_tables(bridge)
+    }
+
     /// `ovs-ofctl add-flows` through the datapath.
     pub fn add_flows_text(
         &self,

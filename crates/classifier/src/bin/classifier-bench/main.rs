@@ -358,17 +358,18 @@ fn compiled_points(args: &Args, set: &str, w: &Workload, cls: &Classifier<u64>) 
     }
     let mut cc = load(&w.rules);
     let t = Instant::now();
-    if !cc.compile() {
-        println!(
-            "compiled set={set:<5} rules={:<7} not compiled (more than {} tables, or no fewer than its subtables)",
-            cls.len(),
-            classifier::COMPILED_MAX_TABLES
-        );
-        return;
-    }
+    let tables = match cc.try_compile() {
+        Ok(tables) => tables,
+        Err(why) => {
+            println!(
+                "compiled set={set:<5} rules={:<7} not compiled: {why}",
+                cls.len()
+            );
+            return;
+        }
+    };
     let took = t.elapsed().as_secs_f64();
     cc.settle();
-    let tables = cc.snapshot().compiled_tables().unwrap_or(0);
     let (subs, comp) = (cls.reader(), cc.reader());
     let kinds: &[(&str, &[FlowKey])] = if w.misses.is_empty() {
         &[("keys", &w.hits)]
