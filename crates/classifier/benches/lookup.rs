@@ -1,7 +1,8 @@
 //! Criterion benches: lookups (exact 5-tuple and mixed-mask rule sets at 1K, 16K and 256K
-//! rules, hits and misses, with and without wildcard tracking, one key at a time and 32 keys
-//! per `lookup_batch`) and insertion (batched and single). `classifier-bench` prints the same
-//! figures as one-line results with the OVS baseline beside them.
+//! rules, and the mixed set compiled at 1K, hits and misses, with and without wildcard
+//! tracking, one key at a time and 32 keys per `lookup_batch`) and insertion (batched and single).
+//! `classifier-bench` prints the same figures as one-line results with the OVS baseline beside
+//! them.
 
 #![allow(missing_docs)]
 
@@ -19,14 +20,22 @@ use packet::key::FlowKey;
 fn lookups(c: &mut Criterion) {
     let mut g = c.benchmark_group("lookup");
     g.measurement_time(Duration::from_secs(2)).sample_size(20);
-    for set in ["exact", "mixed"] {
+    // `mixed-compiled`: the mixed set after `Classifier::compile` (small rule sets only).
+    for set in ["exact", "mixed", "mixed-compiled"] {
         for n in [1000usize, 16384, 262_144] {
+            let compiled = set == "mixed-compiled";
+            if compiled && n > classifier::COMPILE_MAX_RULES {
+                continue;
+            }
             let w = if set == "exact" {
                 gen::exact(n, 1)
             } else {
                 gen::mixed(n, 20, 1)
             };
-            let cls = gen::load(&w);
+            let mut cls = gen::load(&w);
+            if compiled {
+                assert!(cls.compile(), "the mixed set at {n} rules compiles");
+            }
             let reader = cls.reader();
             for (kind, keys) in [("hit", &w.hits), ("miss", &w.misses)] {
                 for wc in [false, true] {
