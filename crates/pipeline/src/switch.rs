@@ -1011,10 +1011,10 @@ impl Switch {
     pub fn compile_tables(&mut self, bridge: &str) -> Result<Vec<u8>, SwitchError> {
         let br = self.runtime_mut(bridge)?;
         let mut compiled = Vec::new();
-        for (id, t) in (0u8..).zip(br.tables.iter_mut()) {
+        for (i, t) in br.tables.iter_mut().enumerate() {
             if let Some(t) = t {
                 if t.try_compile().is_ok() {
-                    compiled.push(id);
+                    compiled.push(u8::try_from(i).unwrap_or(u8::MAX));
                 }
             }
         }
