@@ -23,9 +23,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use packet::key::{fields, FlowKey, KeyField};
+use packet::key::{fields, FlowKey, KeyField, STAGES};
 
 use crate::rule::{Rank, Rule};
+use crate::subtable::left_aligned;
+use crate::trie::prefix_mask;
 use crate::PrefixField;
 
 /// The most rules a rule set may hold to be compiled: past it, the tables a bucket limit asks
@@ -99,6 +101,24 @@ struct Cand<T> {
 /// A mask's bits at its table's words ([`Table::at`]).
 type Bits = [u64; CW];
 
+/// A proof that a key far from every rule of a table on a prefix field matches none of them:
+/// the rules' leading bits in common there (no longer than their shortest prefix). A key that
+/// differs from those at bit `d` differs from every rule of the table at bit `d`, which each
+/// rule's prefix covers: the field's bits from its top to `d` explain the empty bucket, where
+/// the table's mask would consult all of its own (a bench miss: one address bit, not the 16
+/// or 24 of a table keyed by a prefix), as the subtables' tries do. With them go the words
+/// before the field's stage that all the table's rules match (the address's protocol, as the
+/// subtables' rule-outs keep), so that the megaflow keeps its prerequisites. Fields of at most
+/// 64 bits only (IPv4 addresses): a table's IPv6 prefixes are explained by its mask.
+struct Far {
+    /// The field's word, the common bits' value and mask there, the field's mask there.
+    word: usize,
+    value: u64,
+    bits: u64,
+    field_bits: u64,
+    pre: Box<[(u8, u64)]>,
+}
+
 /// A bucket: the hash of its bits under the table's mask, and its rules' span in the table's
 /// list.
 #[derive(Clone, Copy, Default)]
@@ -120,6 +140,8 @@ struct Table<T> {
     at: [usize; CW],
     /// How many of `at` are used.
     n_at: usize,
+    /// Checks that explain an empty bucket with fewer bits than the table's mask.
+    far: Box<[Far]>,
     /// Open addressing, at most half full; a zero hash is an empty slot.
     slots: Box<[Slot]>,
     masks: Box<[Bits]>,
@@ -281,7 +303,7 @@ impl<T> Compiled<T> {
         }
         let mut tables: Vec<Table<T>> = tabs
             .into_iter()
-            .map(|(t, buckets)| Self::table(&t, buckets, &all))
+            .map(|(t, buckets)| Self::table(&t, buckets, &all, prefixes))
             .collect::<Option<_>>()?;
         tables.sort_by_key(|t| std::cmp::Reverse(t.max_rank));
         Some(Compiled {
@@ -295,6 +317,7 @@ impl<T> Compiled<T> {
         t: &FlowKey,
         buckets: HashMap<u64, Vec<usize>>,
         all: &[(&Arc<Rule<T>>, FlowKey)],
+        prefixes: &[PrefixField],
     ) -> Option<Table<T>> {
         // The words the rules use, uncovered by `t` first.
         let mut used: Vec<usize> = buckets
@@ -315,6 +338,7 @@ impl<T> Compiled<T> {
         }
         let mut at = [0usize; CW];
         at[..used.len()].copy_from_slice(&used);
+        let far = far_checks(buckets.values().flatten().map(|i| all[*i].0), prefixes);
         let n = (buckets.len() * 2).next_power_of_two().max(8);
         let mut slots = vec![Slot::default(); n];
         let mut cands: Vec<Cand<T>> = Vec::new();
@@ -365,6 +389,7 @@ impl<T> Compiled<T> {
             max_rank,
             at,
             n_at: used.len(),
+            far,
             slots: slots.into_boxed_slice(),
             masks: masks.into_boxed_slice(),
             cands: cands.into_boxed_slice(),
@@ -420,16 +445,21 @@ impl<T> Compiled<T> {
             if t.max_rank < best_rank {
                 break;
             }
-            for (i, b) in t.words.iter() {
-                wc.or(usize::from(*i), *b);
-            }
             let h = match hashes.get(x) {
                 Some(h) => *h,
                 None => hash_under(&t.words, key),
             };
             let Some(cands) = t.bucket(h) else {
+                if C::TRACKS && !t.far.iter().any(|f| f.explains(key, wc)) {
+                    for (i, b) in t.words.iter() {
+                        wc.or(usize::from(*i), *b);
+                    }
+                }
                 continue;
             };
+            for (i, b) in t.words.iter() {
+                wc.or(usize::from(*i), *b);
+            }
             // The key's words the table's rules use, read once for all of them.
             let mut kw = [0u64; CW];
             for (k, w) in kw.iter_mut().zip(&t.at) {
@@ -444,7 +474,7 @@ impl<T> Compiled<T> {
                 for j in 0..t.n_at {
                     let d = (kw[j] & bits[j]) ^ c.vals[j];
                     if d != 0 {
-                        diff = Some((t.at[j], d & d.wrapping_neg()));
+                        diff = Some((t.at[j], 1 << (63 - d.leading_zeros())));
                         break;
                     }
                 }
@@ -465,12 +495,81 @@ impl<T> Compiled<T> {
     }
 }
 
+/// The [`Far`] checks of a table whose rules are `rules`: one per prefix field on which
+/// every rule has a prefix and they share leading bits.
+fn far_checks<'a, T: 'a>(
+    rules: impl Iterator<Item = &'a Arc<Rule<T>>> + Clone,
+    prefixes: &[PrefixField],
+) -> Box<[Far]> {
+    let mut out = Vec::new();
+    for (t, pf) in prefixes.iter().enumerate() {
+        let mut rs = rules.clone();
+        let Some(first) = rs.next() else {
+            break;
+        };
+        let v0 = left_aligned(first.match_().value(), pf.field);
+        let mut len = first.mask.trie_plens[t];
+        let mut pre: Vec<u64> =
+            first.mask.key.words[..STAGES[usize::from(pf.stage)].start].to_vec();
+        for r in rs {
+            let v = left_aligned(r.match_().value(), pf.field);
+            #[allow(clippy::cast_possible_truncation)] // At most 128.
+            let common = (v ^ v0).leading_zeros() as u8;
+            len = len.min(r.mask.trie_plens[t]).min(common);
+            for (p, w) in pre.iter_mut().zip(&r.mask.key.words) {
+                *p &= w;
+            }
+        }
+        let f = pf.field;
+        if len > 0 && f.width <= 64 {
+            // The common bits, shifted down into the field's place in its word.
+            let down = |v: u128| {
+                #[allow(clippy::cast_possible_truncation)] // The field's bits.
+                let w = (v >> (128 - u32::from(f.width))) as u64;
+                w << f.shift
+            };
+            out.push(Far {
+                word: usize::from(f.word),
+                value: down(v0 & prefix_mask(len)),
+                bits: down(prefix_mask(len)),
+                field_bits: u64::MAX >> (64 - f.width) << f.shift,
+                pre: (0u8..).zip(pre).filter(|(_, w)| *w != 0).collect(),
+            });
+        }
+    }
+    out.into_boxed_slice()
+}
+
+impl Far {
+    /// If `key` differs from the table's rules within the common bits, ORs the proof into
+    /// `wc` and returns true.
+    #[inline]
+    fn explains<C: Consult>(&self, key: &FlowKey, wc: &mut C) -> bool {
+        let x = (key.words[self.word] ^ self.value) & self.bits;
+        if x == 0 {
+            return false;
+        }
+        // The field's bits from its top down to the highest that differs.
+        wc.or(
+            self.word,
+            self.field_bits & (u64::MAX << (63 - x.leading_zeros())),
+        );
+        for (i, b) in self.pre.iter() {
+            wc.or(usize::from(*i), *b);
+        }
+        true
+    }
+}
+
 /// Where a lookup puts the bits it consults: a key of them, or nowhere.
 trait Consult {
+    /// Whether [`Consult::or`] keeps anything.
+    const TRACKS: bool;
     fn or(&mut self, word: usize, bits: u64);
 }
 
 impl Consult for FlowKey {
+    const TRACKS: bool = true;
     #[inline(always)]
     fn or(&mut self, word: usize, bits: u64) {
         self.words[word] |= bits;
@@ -481,6 +580,7 @@ impl Consult for FlowKey {
 struct NoTrack;
 
 impl Consult for NoTrack {
+    const TRACKS: bool = false;
     #[inline(always)]
     fn or(&mut self, _: usize, _: u64) {}
 }

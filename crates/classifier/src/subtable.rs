@@ -96,7 +96,7 @@ impl<T> Entry<T> {
 
 /// `key`'s value of `field`, left-aligned in 128 bits (as a trie walks it).
 #[inline]
-fn left_aligned(key: &FlowKey, field: KeyField) -> u128 {
+pub(crate) fn left_aligned(key: &FlowKey, field: KeyField) -> u128 {
     key.get(field) << (128 - u32::from(field.width))
 }
 

@@ -2278,6 +2278,36 @@ fn a_compiled_rule_set_of_many_masks_agrees_with_naive_and_keeps_the_contract() 
 }
 
 #[test]
+fn a_compiled_miss_far_from_every_rule_consults_a_few_address_bits() {
+    // Every rule of the mixed sets lies in 10.0.0.0/8 on both addresses.
+    let mut rng = SmallRng::seed_from_u64(35);
+    let rules = mixed_rules(&mut rng, 300, 12);
+    let (mut cls, naive) = committed_with_naive(&rules);
+    assert!(cls.compile());
+    let mut far = FlowKey::default();
+    far.set_dl_type(0x0800);
+    far.set_nw_src(0xac10_0001);
+    far.set_nw_dst(0xac20_0001);
+    far.set_nw_proto(6);
+    let mut wc = FlowKey::default();
+    assert!(cls.snapshot().lookup(&far, Some(&mut wc)).is_none());
+    assert!(naive.lookup(&far).is_none());
+    // The addresses' first bit (172 against 10 differs there), not the tables' prefixes;
+    // the protocol with them.
+    for f in [fields::NW_SRC, fields::NW_DST] {
+        let m = wc.get(f);
+        assert!(m == 0 || m == 0x8000_0000, "{}: {m:#x}", f.name);
+    }
+    assert_eq!(wc.get(fields::DL_TYPE), 0xffff);
+    // Another key that agrees on those bits misses too.
+    let mut other = far;
+    other.set_nw_src(0xc0a8_0101);
+    other.set_nw_dst(0x8000_0000);
+    other.set_tp_dst(80);
+    assert!(naive.lookup(&other).is_none());
+}
+
+#[test]
 fn rule_sets_that_would_not_gain_are_not_compiled() {
     // One subtable (an exact-match table).
     let mut rng = SmallRng::seed_from_u64(34);
