@@ -10,10 +10,12 @@
 //!
 //! **Consulted bits.** For each table visited, `T` (an empty bucket proves that no rule of the
 //! table matches any packet with the same bits under `T`: every rule of the table whose value
-//! agrees with the key under `T` is in the key's bucket); for each rule compared that does not
-//! match, one bit where the key differs from it under its mask; for the rule that matches, its
-//! whole mask. Tables after the one whose best rule no later table can beat are not visited,
-//! as subtables are not. A packet that agrees with the key on those bits reaches the same
+//! agrees with the key under `T` is in the key's bucket), or, for an empty bucket of a key
+//! that leaves the table's rules' common prefix on an IPv4 address, that address's bits down
+//! to where it leaves, with the protocol words ([`Far`]); for each rule compared that does
+//! not match, the highest bit where the key differs from it under its mask; for the rule that
+//! matches, its whole mask. Tables after the one whose best rule no later table can beat are not
+//! visited, as subtables are not. A packet that agrees with the key on those bits reaches the same
 //! buckets, differs from the same rules and matches the same one.
 //!
 //! **Versions.** A compiled form belongs to one version of the rule set and is dropped by any
