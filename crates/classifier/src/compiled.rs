@@ -110,9 +110,15 @@ type Bits = [u64; CW];
 /// rule's prefix covers: the field's bits from its top to `d` prove the table empty for the key,
 /// where the table's mask would consult all of its own (a bench miss: one address bit, not the 16
 /// or 24 of a table keyed by a prefix), as the subtables' tries do. With them go the words
-/// before the field's stage that all the table's rules match (the address's protocol, as the
-/// subtables' rule-outs keep), so that the megaflow keeps its prerequisites. Fields of at most
-/// 64 bits only (IPv4 addresses): a table's IPv6 prefixes are explained by its mask.
+/// of the stages between the metadata and the field's that all the table's rules match (the
+/// address's protocol), so that the megaflow keeps its prerequisites; unlike the subtables'
+/// rule-outs, not the metadata's (an `in_port` all the rules match proves nothing here). Fields of
+/// at most 64 bits only (IPv4 addresses): a table's IPv6 prefixes are explained by its mask.
+///
+/// A table whose rules each have a prefix on one of two fields but not all on the same one
+/// (some on `nw_src`, the others on `nw_dst`) has a proof in two parts (`also`): the first
+/// over the rules with a prefix on the first field, the second over the others on the second
+/// field; the key must leave both.
 struct Far {
     /// The field's word, the common bits' value and mask there, the field's mask there.
     word: usize,
@@ -120,6 +126,7 @@ struct Far {
     bits: u64,
     field_bits: u64,
     pre: Box<[(u8, u64)]>,
+    also: Option<Box<Far>>,
 }
 
 /// A bucket: the hash of its bits under the table's mask, and its rules' span in the table's
@@ -499,61 +506,114 @@ impl<T> Compiled<T> {
     }
 }
 
-/// The [`Far`] checks of a table whose rules are `rules`: one per prefix field on which
-/// every rule has a prefix and they share leading bits.
+/// The [`Far`] checks of a table whose rules are `rules`: one per prefix field on which every
+/// rule has a prefix and they share leading bits; failing those, two-part ones over pairs of
+/// fields that cover the rules between them.
 fn far_checks<'a, T: 'a>(
     rules: impl Iterator<Item = &'a Arc<Rule<T>>> + Clone,
     prefixes: &[PrefixField],
 ) -> Box<[Far]> {
-    let mut out = Vec::new();
-    for (t, pf) in prefixes.iter().enumerate() {
-        let mut rs = rules.clone();
-        let Some(first) = rs.next() else {
-            break;
-        };
-        let v0 = left_aligned(first.match_().value(), pf.field);
-        let mut len = first.mask.trie_plens[t];
-        let mut pre: Vec<u64> =
-            first.mask.key.words[..STAGES[usize::from(pf.stage)].start].to_vec();
-        for r in rs {
-            let v = left_aligned(r.match_().value(), pf.field);
-            #[allow(clippy::cast_possible_truncation)] // At most 128.
-            let common = (v ^ v0).leading_zeros() as u8;
-            len = len.min(r.mask.trie_plens[t]).min(common);
-            for (p, w) in pre.iter_mut().zip(&r.mask.key.words) {
-                *p &= w;
+    let all: Vec<&Arc<Rule<T>>> = rules.collect();
+    let mut out: Vec<Far> = (0..prefixes.len())
+        .filter_map(|t| far_part(&all, t, prefixes))
+        .collect();
+    if out.is_empty() {
+        for t1 in 0..prefixes.len() {
+            for t2 in (0..prefixes.len()).filter(|t2| *t2 != t1) {
+                let (on1, rest): (Vec<&Arc<Rule<T>>>, Vec<&Arc<Rule<T>>>) =
+                    all.iter().partition(|r| r.mask.trie_plens[t1] > 0);
+                if on1.is_empty() || rest.iter().any(|r| r.mask.trie_plens[t2] == 0) {
+                    continue;
+                }
+                if let (Some(mut a), Some(b)) =
+                    (far_part(&on1, t1, prefixes), far_part(&rest, t2, prefixes))
+                {
+                    a.also = Some(Box::new(b));
+                    out.push(a);
+                }
             }
-        }
-        let f = pf.field;
-        if len > 0 && f.width <= 64 {
-            // The common bits, shifted down into the field's place in its word.
-            let down = |v: u128| {
-                #[allow(clippy::cast_possible_truncation)] // The field's bits.
-                let w = (v >> (128 - u32::from(f.width))) as u64;
-                w << f.shift
-            };
-            out.push(Far {
-                word: usize::from(f.word),
-                value: down(v0 & prefix_mask(len)),
-                bits: down(prefix_mask(len)),
-                field_bits: u64::MAX >> (64 - f.width) << f.shift,
-                pre: (0u8..).zip(pre).filter(|(_, w)| *w != 0).collect(),
-            });
         }
     }
     out.into_boxed_slice()
 }
 
+/// The one-part [`Far`] check of `rules` on prefix field `t`, if they all have a prefix there
+/// and share leading bits, and the field fits in a word.
+fn far_part<T>(rules: &[&Arc<Rule<T>>], t: usize, prefixes: &[PrefixField]) -> Option<Far> {
+    let pf = prefixes.get(t)?;
+    let f = pf.field;
+    let (first, rest) = rules.split_first()?;
+    if f.width > 64 {
+        return None;
+    }
+    let v0 = left_aligned(first.match_().value(), f);
+    let mut len = first.mask.trie_plens[t];
+    // The words of the stages after the metadata and before the field's: the protocol.
+    let hi = STAGES[usize::from(pf.stage)].start;
+    let lo = STAGES[1].start.min(hi);
+    let mut pre: Vec<u64> = first.mask.key.words[lo..hi].to_vec();
+    for r in rest {
+        let v = left_aligned(r.match_().value(), f);
+        #[allow(clippy::cast_possible_truncation)] // At most 128.
+        let common = (v ^ v0).leading_zeros() as u8;
+        len = len.min(r.mask.trie_plens[t]).min(common);
+        for (p, w) in pre.iter_mut().zip(&r.mask.key.words[lo..hi]) {
+            *p &= w;
+        }
+    }
+    if len == 0 {
+        return None;
+    }
+    // The common bits, shifted down into the field's place in its word.
+    let down = |v: u128| {
+        #[allow(clippy::cast_possible_truncation)] // The field's bits.
+        let w = (v >> (128 - u32::from(f.width))) as u64;
+        w << f.shift
+    };
+    Some(Far {
+        word: usize::from(f.word),
+        value: down(v0 & prefix_mask(len)),
+        bits: down(prefix_mask(len)),
+        field_bits: u64::MAX >> (64 - f.width) << f.shift,
+        pre: (lo..)
+            .zip(pre)
+            .filter(|(_, w)| *w != 0)
+            .map(|(i, w)| (u8::try_from(i).expect("KEY_WORDS fits in u8"), w))
+            .collect(),
+        also: None,
+    })
+}
+
 impl Far {
-    /// If `key` differs from the table's rules within the common bits, ORs the proof into
-    /// `wc` and returns true.
+    /// If `key` differs from the table's rules within the common bits (from both groups', for
+    /// a proof in two parts), ORs the proof into `wc` and returns true.
     #[inline]
     fn explains<C: Consult>(&self, key: &FlowKey, wc: &mut C) -> bool {
-        let x = (key.words[self.word] ^ self.value) & self.bits;
+        let x = self.leaves(key);
         if x == 0 {
             return false;
         }
-        // The field's bits from its top down to the highest that differs.
+        if let Some(b) = &self.also {
+            let y = b.leaves(key);
+            if y == 0 {
+                return false;
+            }
+            b.consult(y, wc);
+        }
+        self.consult(x, wc);
+        true
+    }
+
+    /// The key's bits that differ from the common ones (zero if it has them).
+    #[inline]
+    fn leaves(&self, key: &FlowKey) -> u64 {
+        (key.words[self.word] ^ self.value) & self.bits
+    }
+
+    /// ORs the proof of a key that differs from the common bits at `x` into `wc`: the field's
+    /// bits from its top down to the highest that differs, and the words before its stage.
+    #[inline]
+    fn consult<C: Consult>(&self, x: u64, wc: &mut C) {
         wc.or(
             self.word,
             self.field_bits & (u64::MAX << (63 - x.leading_zeros())),
@@ -561,7 +621,6 @@ impl Far {
         for (i, b) in self.pre.iter() {
             wc.or(usize::from(*i), *b);
         }
-        true
     }
 }
 

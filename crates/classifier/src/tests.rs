@@ -2308,6 +2308,62 @@ fn a_compiled_miss_far_from_every_rule_consults_a_few_address_bits() {
 }
 
 #[test]
+fn a_compiled_table_of_rules_on_either_address_explains_far_keys_by_both() {
+    // One table (keyed by what both masks share) of rules with a prefix on nw_src and rules
+    // with one on nw_dst: a key is far from it only if it leaves both groups' prefixes.
+    let mut rules = Vec::new();
+    for i in 0..4u32 {
+        let mut m = Match::catch_all();
+        m.set_exact(fields::DL_TYPE, 0x0800);
+        m.set_exact(fields::NW_PROTO, 6);
+        m.set_exact(fields::TP_DST, 80);
+        let mut a = m;
+        a.set_masked(
+            fields::NW_SRC,
+            u128::from(0x0a01_0000 | i << 8),
+            0xffff_ff00,
+        );
+        rules.push((a, 20));
+        let mut b = m;
+        b.set_masked(
+            fields::NW_DST,
+            u128::from(0x0a02_0000 | i << 8),
+            0xffff_ff00,
+        );
+        rules.push((b, 10));
+    }
+    let (mut cls, naive) = committed_with_naive(&rules);
+    assert_eq!(cls.try_compile(), Ok(1));
+    let mut rng = SmallRng::seed_from_u64(36);
+    check_compiled_against(&mut rng, &cls, &naive, &rules);
+    let key = |src: u32, dst: u32| {
+        let mut k = FlowKey::default();
+        k.set_dl_type(0x0800);
+        k.set_nw_proto(6);
+        k.set_tp_dst(80);
+        k.set_nw_src(src);
+        k.set_nw_dst(dst);
+        k
+    };
+    let snap = cls.snapshot();
+    // Far from the nw_src rules, on an nw_dst rule's prefix: that rule.
+    let k = key(0xc0a8_0001, 0x0a02_0305);
+    assert_eq!(
+        snap.lookup(&k, None).map(|r| *r.payload()),
+        naive.lookup(&k).map(|r| r.payload)
+    );
+    assert!(naive.lookup(&k).is_some());
+    // Far from both: no rule, and one bit of each address (and the protocol) explain it.
+    let mut wc = FlowKey::default();
+    assert!(snap
+        .lookup(&key(0xc0a8_0001, 0xc0a8_0002), Some(&mut wc))
+        .is_none());
+    assert_eq!(wc.get(fields::NW_SRC), 0x8000_0000);
+    assert_eq!(wc.get(fields::NW_DST), 0x8000_0000);
+    assert_eq!(wc.get(fields::DL_TYPE), 0xffff);
+}
+
+#[test]
 fn rule_sets_that_would_not_gain_are_not_compiled() {
     // One subtable (an exact-match table).
     let mut rng = SmallRng::seed_from_u64(34);
