@@ -520,8 +520,16 @@ fn far_checks<'a, T: 'a>(
     if out.is_empty() {
         for t1 in 0..prefixes.len() {
             for t2 in (0..prefixes.len()).filter(|t2| *t2 != t1) {
-                let (on1, rest): (Vec<&Arc<Rule<T>>>, Vec<&Arc<Rule<T>>>) =
-                    all.iter().partition(|r| r.mask.trie_plens[t1] > 0);
+                let on1: Vec<&Arc<Rule<T>>> = all
+                    .iter()
+                    .copied()
+                    .filter(|r| r.mask.trie_plens[t1] > 0)
+                    .collect();
+                let rest: Vec<&Arc<Rule<T>>> = all
+                    .iter()
+                    .copied()
+                    .filter(|r| r.mask.trie_plens[t1] == 0)
+                    .collect();
                 if on1.is_empty() || rest.iter().any(|r| r.mask.trie_plens[t2] == 0) {
                     continue;
                 }
