@@ -2317,20 +2317,14 @@ fn a_compiled_table_of_rules_on_either_address_explains_far_keys_by_both() {
         m.set_exact(fields::DL_TYPE, 0x0800);
         m.set_exact(fields::NW_PROTO, 6);
         m.set_exact(fields::TP_DST, 80);
-        let mut a = m;
-        a.set_masked(
-            fields::NW_SRC,
-            u128::from(0x0a01_0000 | i << 8),
-            0xffff_ff00,
-        );
-        rules.push((a, 20));
-        let mut b = m;
-        b.set_masked(
-            fields::NW_DST,
-            u128::from(0x0a02_0000 | i << 8),
-            0xffff_ff00,
-        );
-        rules.push((b, 10));
+        for (field, net, prio) in [
+            (fields::NW_SRC, 0x0a01_0000, 20),
+            (fields::NW_DST, 0x0a02_0000, 10),
+        ] {
+            let mut r = m;
+            r.set_masked(field, u128::from(net | i << 8), 0xffff_ff00);
+            rules.push((r, prio));
+        }
     }
     let (mut cls, naive) = committed_with_naive(&rules);
     assert_eq!(cls.try_compile(), Ok(1));
