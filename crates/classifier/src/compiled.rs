@@ -421,6 +421,7 @@ impl<T> Compiled<T> {
                     + t.cands.len() * std::mem::size_of::<Cand<T>>()
                     + t.masks.len() * std::mem::size_of::<Bits>()
                     + t.words.len() * 9
+                    + t.far.iter().map(Far::heap_bytes).sum::<usize>()
             })
             .sum::<usize>()
             + self.tables.len() * std::mem::size_of::<Table<T>>()
@@ -510,7 +511,7 @@ impl<T> Compiled<T> {
 /// rule has a prefix and they share leading bits; failing those, two-part ones over pairs of
 /// fields that cover the rules between them.
 fn far_checks<'a, T: 'a>(
-    rules: impl Iterator<Item = &'a Arc<Rule<T>>> + Clone,
+    rules: impl Iterator<Item = &'a Arc<Rule<T>>>,
     prefixes: &[PrefixField],
 ) -> Box<[Far]> {
     let all: Vec<&Arc<Rule<T>>> = rules.collect();
@@ -519,18 +520,21 @@ fn far_checks<'a, T: 'a>(
         .collect();
     if out.is_empty() {
         for t1 in 0..prefixes.len() {
+            let on1: Vec<&Arc<Rule<T>>> = all
+                .iter()
+                .copied()
+                .filter(|r| r.mask.trie_plens[t1] > 0)
+                .collect();
+            if on1.is_empty() {
+                continue;
+            }
+            let rest: Vec<&Arc<Rule<T>>> = all
+                .iter()
+                .copied()
+                .filter(|r| r.mask.trie_plens[t1] == 0)
+                .collect();
             for t2 in (0..prefixes.len()).filter(|t2| *t2 != t1) {
-                let on1: Vec<&Arc<Rule<T>>> = all
-                    .iter()
-                    .copied()
-                    .filter(|r| r.mask.trie_plens[t1] > 0)
-                    .collect();
-                let rest: Vec<&Arc<Rule<T>>> = all
-                    .iter()
-                    .copied()
-                    .filter(|r| r.mask.trie_plens[t1] == 0)
-                    .collect();
-                if on1.is_empty() || rest.iter().any(|r| r.mask.trie_plens[t2] == 0) {
+                if rest.iter().any(|r| r.mask.trie_plens[t2] == 0) {
                     continue;
                 }
                 if let (Some(mut a), Some(b)) =
@@ -610,6 +614,13 @@ impl Far {
         }
         self.consult(x, wc);
         true
+    }
+
+    /// Heap bytes of this check (its part in two included), the `Box` that holds it too.
+    fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Far>()
+            + self.pre.len() * std::mem::size_of::<(u8, u64)>()
+            + self.also.as_ref().map_or(0, |b| b.heap_bytes())
     }
 
     /// The key's bits that differ from the common ones (zero if it has them).

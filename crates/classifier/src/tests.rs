@@ -2207,24 +2207,21 @@ fn check_compiled_against(
     naive: &Naive<u64>,
     rules: &[(Match, u32)],
 ) {
-    let snap = cls.snapshot();
-    for _ in 0..200 {
-        let p = if rng.gen_bool(0.8) && !rules.is_empty() {
+    // With probability `p`, a key near one of the rules.
+    let near = |rng: &mut SmallRng, p: f64| {
+        (rng.gen_bool(p) && !rules.is_empty()).then(|| {
             let i = rng.gen_range(0..rules.len());
             key_in_mixed(rng, &rules[i].0)
-        } else {
-            rand_packet(rng)
-        };
+        })
+    };
+    let snap = cls.snapshot();
+    for _ in 0..200 {
+        let p = near(rng, 0.8).unwrap_or_else(|| rand_packet(rng));
         assert_same(cls, naive, &p);
         let mut wc = FlowKey::default();
         let want = snap.lookup(&p, Some(&mut wc)).map(|r| *r.payload());
         for _ in 0..10 {
-            let r = if rng.gen_bool(0.5) && !rules.is_empty() {
-                let i = rng.gen_range(0..rules.len());
-                key_in_mixed(rng, &rules[i].0)
-            } else {
-                any_bits(rng)
-            };
+            let r = near(rng, 0.5).unwrap_or_else(|| any_bits(rng));
             let q = agreeing(&p, &wc, &r);
             assert_eq!(
                 naive.lookup(&q).map(|r| r.payload),
